@@ -1,0 +1,70 @@
+# nodemanager developer entry points. Everything installs into .venv and ~/.cache/nodemanager.
+PYTHON ?= python3.11
+VENV   := .venv
+PY     := $(VENV)/bin/python
+NM     := $(VENV)/bin/nodemanager
+STAMP  := $(VENV)/.installed
+
+.PHONY: all deps venv collections demo test test-unit test-integration test-cluster lint \
+        controlplane dev-cluster dev-cluster-stop install run build bench clean
+
+all: venv collections
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+collections: venv
+	$(PY) collections/install.py
+
+# The README's first command: apply examples/demo.yaml on this host in local mode (writes only under /tmp/nodemanager-demo).
+demo: venv collections
+	$(NM) apply -f examples/demo.yaml
+
+# System packages the tests use: etcd for the control plane, Debian's pacman for the real
+# package-manager tests, openssl for certificates. Installed only when missing (needs root).
+DEBS := etcd-server pacman-package-manager libarchive-tools zstd openssh-client iproute2 openssl
+deps:
+	@missing=$$(for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+# The README's second command: the whole suite, including the real control plane tests.
+test: deps venv collections controlplane lint
+	$(PY) -m pytest
+
+test-unit: venv
+	$(PY) -m pytest tests/unit
+
+test-integration: venv collections
+	$(PY) -m pytest tests/integration
+
+test-cluster: venv collections controlplane
+	$(PY) -m pytest tests/cluster
+
+lint: venv
+	$(VENV)/bin/lint-imports
+
+# Build (or reuse from ~/.cache/nodemanager) kube-apiserver; etcd comes from Debian's etcd-server.
+controlplane: deps venv
+	$(PY) -m tests.controlplane build
+
+dev-cluster: controlplane
+	$(PY) -m tests.controlplane start
+
+dev-cluster-stop: venv
+	$(PY) -m tests.controlplane stop
+
+install:
+	kubectl apply -f crds/
+
+run: venv collections
+	$(NM) run --kubeconfig $${KUBECONFIG:-$$HOME/.kube/config}
+
+clean:
+	rm -rf $(VENV) bin build demo collections/ansible_collections

@@ -1,0 +1,24 @@
+"""The resource model: ConfigSet and ManagedNode as frozen dataclasses parsed from raw dicts.
+
+No I/O and no imports from other nodemanager rooms. Parsing collects every problem and reports
+each with the path of the field it concerns (``spec.files[2].mode``).
+"""
+
+from nodemanager.api.configset import (
+    ConfigSet,
+    Execution,
+    File,
+    LabelSelector,
+    Notify,
+    Package,
+    Ref,
+    Requirement,
+    Service,
+)
+from nodemanager.api.errors import FieldError, InvalidObject
+from nodemanager.api.node import Node
+
+__all__ = [
+    "ConfigSet", "Execution", "Node", "File", "FieldError", "InvalidObject", "LabelSelector", "Notify",
+    "Package", "Ref", "Requirement", "Service",
+]

@@ -1,0 +1,247 @@
+"""ConfigSet: the desired state of packages, files, services and executions for matching nodes.
+
+Field names follow the established nodemanager API (``subscribe_files`` keeps its underscore);
+the dataclasses use Python names. ``ConfigSet.from_dict`` is the only way in: it validates the
+same rules the CRD schema enforces, so objects read from files (``-f``) get the same errors as
+objects written to the API server.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from nodemanager.api.errors import FieldError, InvalidObject
+from nodemanager.api.reader import Reader
+
+API_VERSION = "common.nodemanager/v1"
+KIND = "ConfigSet"
+DEFAULT_WEIGHT = 100
+
+PACKAGE_ENSURE = ("installed", "absent", "latest")
+FILE_ENSURE = ("file", "directory", "symlink", "absent")
+SERVICE_ENSURE = ("running", "stopped")
+SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+MODE = re.compile(r"^0?[0-7]{3,4}$")
+# Names handed to package managers and service managers: no whitespace, no option-looking words.
+SIMPLE_NAME = re.compile(r"^[A-Za-z0-9_.+@:][A-Za-z0-9_.+@:/-]*$")
+
+
+@dataclass(frozen=True)
+class Package:
+    name: str
+    ensure: str = "installed"
+    version: str | None = None
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A Secret or ConfigMap reference; without ``key`` every key of the object is meant."""
+
+    name: str
+    key: str | None = None
+
+
+@dataclass(frozen=True)
+class File:
+    path: str
+    ensure: str = "file"
+    content: str | None = None
+    template: str | None = None
+    owner: str | None = None
+    group: str | None = None
+    mode: str | None = None
+    target: str | None = None
+    secret_refs: tuple[Ref, ...] = ()
+    configmap_refs: tuple[Ref, ...] = ()
+    create_only: bool = False
+    purge: bool = False
+
+    @property
+    def uses_secrets(self) -> bool:
+        return bool(self.secret_refs)
+
+
+@dataclass(frozen=True)
+class Service:
+    name: str
+    ensure: str | None = None
+    enable: bool | None = None
+    subscribe_files: tuple[str, ...] = ()
+    arguments: str | None = None
+    user: str | None = None
+    lock_group: str | None = None
+
+
+@dataclass(frozen=True)
+class Execution:
+    command: str
+    args: tuple[str, ...] = ()
+    subscribe_files: tuple[str, ...] = ()
+
+    @property
+    def argv(self) -> tuple[str, ...]:
+        return (self.command, *self.args)
+
+
+@dataclass(frozen=True)
+class Notify:
+    api_version: str
+    kind: str
+    name: str
+    namespace: str | None = None
+
+
+@dataclass(frozen=True)
+class Requirement:
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LabelSelector:
+    match_labels: tuple[tuple[str, str], ...] = ()
+    match_expressions: tuple[Requirement, ...] = ()
+
+
+@dataclass(frozen=True)
+class ConfigSet:
+    name: str
+    namespace: str = ""
+    labels: tuple[tuple[str, str], ...] = ()
+    generation: int = 0
+    resource_version: str = ""
+    selector: LabelSelector | None = None
+    weight: int = DEFAULT_WEIGHT
+    packages: tuple[Package, ...] = ()
+    files: tuple[File, ...] = ()
+    services: tuple[Service, ...] = ()
+    executions: tuple[Execution, ...] = ()
+    notifies: tuple[Notify, ...] = field(default=())
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> "ConfigSet":
+        """Parse one ConfigSet object; raise InvalidObject naming every bad field."""
+        errors: list[FieldError] = []
+        root = Reader(raw, "", errors)
+        meta = root.child("metadata")
+        name = meta.string("name", required=True) or ""
+        kind = root.string("kind")
+        if kind not in (None, KIND):
+            errors.append(FieldError("kind", f"must be {KIND}, not {kind!r}"))
+        spec = root.child("spec")
+        configset = cls(
+            name=name,
+            namespace=meta.string("namespace") or "",
+            labels=tuple(sorted(meta.string_map("labels").items())),
+            generation=meta.integer("generation") or 0,
+            resource_version=meta.string("resourceVersion") or "",
+            selector=_selector(spec.child("selector")) if spec.has("selector") else None,
+            weight=_weight(spec),
+            packages=tuple(_package(r) for r in spec.items("packages")),
+            files=tuple(_file(r) for r in spec.items("files")),
+            services=tuple(_service(r) for r in spec.items("services")),
+            executions=tuple(_execution(r) for r in spec.items("executions")),
+            notifies=tuple(_notify(r) for r in spec.items("notifies")),
+        )
+        if errors:
+            raise InvalidObject(KIND, name, errors)
+        return configset
+
+
+def _weight(spec: Reader) -> int:
+    weight = spec.integer("weight")
+    if weight is None:
+        return DEFAULT_WEIGHT
+    if weight < 0:
+        spec.error("weight", "must be 0 or more")
+    return weight
+
+
+def _package(r: Reader) -> Package:
+    return Package(
+        name=r.string("name", required=True, pattern=SIMPLE_NAME) or "",
+        ensure=r.choice("ensure", PACKAGE_ENSURE, default="installed"),
+        version=r.string("version", pattern=SIMPLE_NAME),
+    )
+
+
+def _refs(r: Reader, name: str) -> tuple[Ref, ...]:
+    return tuple(Ref(name=i.string("name", required=True) or "", key=i.string("key")) for i in r.items(name))
+
+
+def _file(r: Reader) -> File:
+    f = File(
+        path=r.path("path", required=True) or "",
+        ensure=r.choice("ensure", FILE_ENSURE, default="file"),
+        content=r.string("content", strip=False),
+        template=r.string("template", strip=False),
+        owner=r.string("owner", pattern=SIMPLE_NAME),
+        group=r.string("group", pattern=SIMPLE_NAME),
+        mode=_mode(r),
+        target=r.string("target"),
+        secret_refs=_refs(r, "secretRefs"),
+        configmap_refs=_refs(r, "configMapRefs"),
+        create_only=r.boolean("createOnly", default=False),
+        purge=r.boolean("purge", default=False),
+    )
+    if f.content is not None and f.template is not None:
+        r.error("template", "content and template are mutually exclusive")
+    if f.ensure == "symlink" and not f.target:
+        r.error("target", "required when ensure is symlink")
+    if f.ensure != "file" and (f.content is not None or f.template is not None):
+        r.error("content" if f.content is not None else "template", f"not allowed when ensure is {f.ensure}")
+    if f.purge and f.ensure != "directory":
+        r.error("purge", "only allowed when ensure is directory")
+    return f
+
+
+def _mode(r: Reader) -> str | None:
+    # An unquoted YAML 644 is a decimal number, not a mode: require the string, as the CRD does.
+    mode = r.string("mode", pattern=MODE, hint='an octal string such as "0644"', numbers=False)
+    # Normalise to four digits so "644" and "0644" are one declaration when merging.
+    return mode.rjust(4, "0") if mode and MODE.match(mode) else mode
+
+
+def _service(r: Reader) -> Service:
+    return Service(
+        name=r.string("name", required=True, pattern=SIMPLE_NAME) or "",
+        ensure=r.choice("ensure", SERVICE_ENSURE, default=None),
+        enable=r.boolean("enable", default=None),
+        subscribe_files=r.paths("subscribe_files"),
+        arguments=r.string("arguments", strip=False),
+        user=r.string("user", pattern=SIMPLE_NAME),
+        lock_group=r.string("lock_group"),
+    )
+
+
+def _execution(r: Reader) -> Execution:
+    return Execution(
+        command=r.string("command", required=True) or "",
+        args=r.strings("args"),
+        subscribe_files=r.paths("subscribe_files"),
+    )
+
+
+def _notify(r: Reader) -> Notify:
+    return Notify(
+        api_version=r.string("apiVersion", required=True) or "",
+        kind=r.string("kind", required=True) or "",
+        name=r.string("name", required=True) or "",
+        namespace=r.string("namespace"),
+    )
+
+
+def _selector(r: Reader) -> LabelSelector:
+    expressions = []
+    for e in r.items("matchExpressions"):
+        op = e.choice("operator", SELECTOR_OPERATORS, default=None, required=True) or ""
+        values = e.strings("values")
+        if op in ("In", "NotIn") and not values:
+            e.error("values", f"must be non-empty for operator {op}")
+        if op in ("Exists", "DoesNotExist") and values:
+            e.error("values", f"must be empty for operator {op}")
+        expressions.append(Requirement(e.string("key", required=True) or "", op, values))
+    return LabelSelector(tuple(sorted(r.string_map("matchLabels").items())), tuple(expressions))

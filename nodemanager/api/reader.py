@@ -1,0 +1,142 @@
+"""A small typed reader over raw dicts that records errors with their field path.
+
+Parsing a whole object in one pass and collecting every problem gives users one complete error
+message instead of a fix-one-rerun loop.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterator, Mapping
+
+from nodemanager.api.errors import FieldError
+
+_MISSING = object()
+
+
+class Reader:
+    def __init__(self, raw: Any, path: str, errors: list[FieldError]):
+        self._errors = errors
+        self._path = path
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, Mapping):
+            self.error(None, f"must be an object, not {type(raw).__name__}")
+            raw = {}
+        self._raw = raw
+
+    def _field(self, name: str | None) -> str:
+        if name is None:
+            return self._path or "<root>"
+        return f"{self._path}.{name}" if self._path else name
+
+    def error(self, name: str | None, message: str) -> None:
+        self._errors.append(FieldError(self._field(name), message))
+
+    def has(self, name: str) -> bool:
+        return self._raw.get(name) is not None
+
+    def child(self, name: str) -> "Reader":
+        return Reader(self._raw.get(name), self._field(name), self._errors)
+
+    def items(self, name: str) -> Iterator["Reader"]:
+        value = self._raw.get(name)
+        if value is None:
+            return
+        if not isinstance(value, list):
+            self.error(name, "must be a list")
+            return
+        for i, item in enumerate(value):
+            yield Reader(item, f"{self._field(name)}[{i}]", self._errors)
+
+    def string(self, name: str, *, required: bool = False, pattern: re.Pattern | None = None,
+               hint: str | None = None, strip: bool = True, numbers: bool = True) -> str | None:
+        """A string field; ``numbers`` accepts YAML's unquoted numbers (``version: 1.2``) as text."""
+        value = self._raw.get(name, _MISSING)
+        if value is _MISSING or value is None:
+            if required:
+                self.error(name, "required")
+            return None
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)) or ((not strip or not numbers) and not isinstance(value, str)):
+            self.error(name, f"must be a string, not {type(value).__name__}")
+            return None
+        value = str(value)
+        if required and not value.strip():
+            self.error(name, "must not be empty")
+        elif pattern is not None and not pattern.match(value):
+            self.error(name, f"{value!r} is not {hint or 'valid (pattern ' + pattern.pattern + ')'}")
+        return value
+
+    def strings(self, name: str) -> tuple[str, ...]:
+        value = self._raw.get(name)
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.error(name, "must be a list of strings")
+            return ()
+        return tuple(value)
+
+    def string_map(self, name: str) -> dict[str, str]:
+        value = self._raw.get(name)
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
+            self.error(name, "must be a map of strings")
+            return {}
+        return dict(value)
+
+    def integer(self, name: str) -> int | None:
+        value = self._raw.get(name)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.error(name, f"must be an integer, not {type(value).__name__}")
+            return None
+        return value
+
+    def boolean(self, name: str, *, default: bool | None) -> bool | None:
+        value = self._raw.get(name)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            self.error(name, f"must be true or false, not {value!r}")
+            return default
+        return value
+
+    def choice(self, name: str, allowed: tuple[str, ...], *, default: str | None, required: bool = False):
+        value = self._raw.get(name)
+        if value is None:
+            if required:
+                self.error(name, "required")
+            return default
+        if value not in allowed:
+            self.error(name, f"unknown value {value!r}; must be one of {', '.join(allowed)}")
+            return default
+        return value
+
+    def path(self, name: str, *, required: bool = False) -> str | None:
+        value = self.string(name, required=required)
+        if value:
+            problem = path_problem(value)
+            if problem:
+                self.error(name, problem)
+        return value
+
+    def paths(self, name: str) -> tuple[str, ...]:
+        values = self.strings(name)
+        for i, value in enumerate(values):
+            problem = path_problem(value)
+            if problem:
+                self.error(f"{name}[{i}]", problem)
+        return values
+
+
+def path_problem(path: str) -> str | None:
+    """Why ``path`` cannot name a managed file, or None: absolute, no ``..``, no NUL or newline."""
+    if not path.startswith("/"):
+        return f"{path!r} must be an absolute path"
+    if ".." in path.split("/"):
+        return f"{path!r} must not contain a '..' segment"
+    if "\x00" in path or "\n" in path:
+        return f"{path!r} must not contain NUL or newline characters"
+    return None

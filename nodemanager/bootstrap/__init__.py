@@ -1,0 +1,1 @@
+"""Getting a host connected: RBAC manifests, short-lived tokens, the node's long-lived kubeconfig."""

@@ -1,0 +1,74 @@
+"""Where and how ansible-runner runs: a fresh 0700 private data dir per run, and its settings.
+
+A fresh directory per run matters: ansible-runner keeps ``env/cmdline`` in the private dir and
+silently reuses it on the next run, and job events may hold module results that must not
+outlive the run.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Iterable
+
+from nodemanager.executor.errors import MissingModules
+
+COLLECTIONS_PATH = Path(os.environ.get("NODEMANAGER_COLLECTIONS_PATH", Path(__file__).resolve().parents[2] / "collections"))
+# Task keys that are keywords, not module names.
+_KEYWORDS = {"name", "listen", "notify", "ignore_errors", "no_log", "diff", "when", "tags", "vars"}
+
+
+def private_dir(parent: str | None = None) -> Path:
+    """A new private data dir (mkdtemp creates it 0700)."""
+    if parent:
+        Path(parent).mkdir(parents=True, exist_ok=True, mode=0o700)
+    return Path(tempfile.mkdtemp(prefix="nodemanager-run-", dir=parent))
+
+
+def envvars(private: Path) -> dict[str, str]:
+    return {
+        # ansible-runner finds ansible-playbook on PATH: use the one installed beside nodemanager.
+        "PATH": os.pathsep.join([ansible_bin_dir(), os.environ.get("PATH", os.defpath)]),
+        "ANSIBLE_COLLECTIONS_PATH": str(COLLECTIONS_PATH),
+        "ANSIBLE_COLLECTIONS_SCAN_SYS_PATH": "False",
+        "ANSIBLE_PIPELINING": "True",
+        "ANSIBLE_GATHERING": "explicit",
+        "ANSIBLE_RETRY_FILES_ENABLED": "False",
+        "ANSIBLE_LOCAL_TEMP": str(private / "tmp"),
+        "ANSIBLE_REMOTE_TMP": str(private / "tmp"),
+        "ANSIBLE_NOCOLOR": "True",
+        "ANSIBLE_DEPRECATION_WARNINGS": "False",
+        "ANSIBLE_LOCALHOST_WARNING": "False",
+        "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False",
+        # Module results never go to syslog/journal: they may carry file contents.
+        "ANSIBLE_NO_TARGET_SYSLOG": "True",
+    }
+
+
+def ansible_bin_dir() -> str:
+    """ansible-playbook lives beside the interpreter running nodemanager (its venv)."""
+    return str(Path(sys.executable).parent)
+
+
+def modules_of(playbook: list[dict]) -> set[str]:
+    found = set()
+    for play in playbook:
+        for task in [*play.get("tasks", []), *play.get("handlers", [])]:
+            found.update(k for k in task if k not in _KEYWORDS and k.count(".") == 2)
+    return found
+
+
+def check_modules(modules: Iterable[str]) -> None:
+    """Fail early and clearly when a collection module the plan needs is not installed."""
+    missing = []
+    for module in sorted(modules):
+        namespace, collection, name = module.split(".")
+        if namespace == "ansible" and collection == "builtin":
+            continue
+        base = COLLECTIONS_PATH / "ansible_collections" / namespace / collection / "plugins" / "modules"
+        if not (base / f"{name}.py").exists():
+            missing.append(module)
+    if missing:
+        raise MissingModules(missing, str(COLLECTIONS_PATH))

@@ -1,0 +1,83 @@
+"""Turn ansible-runner events into TaskResults tagged with their resource and ConfigSets.
+
+The plan's table of task names is the only mapping used: a task the plan does not know (there
+should be none) is reported under the resource "unknown" rather than guessed.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from nodemanager.playbook.build import TaskOrigin
+
+# ansible-runner event -> our status word; runner_on_ok becomes "changed" when the module says so.
+_STATUS = {
+    "runner_on_ok": "ok",
+    "runner_on_failed": "failed",
+    "runner_on_unreachable": "failed",
+    "runner_on_skipped": "skipped",
+}
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    task: str
+    resource: str
+    configsets: tuple[str, ...]
+    status: str  # ok | changed | failed | skipped
+    message: str = ""
+    diff: str = ""
+    handler: bool = False
+    module: str = ""
+
+
+def _message(res: Mapping[str, Any]) -> str:
+    for key in ("msg", "stderr", "module_stderr", "reason"):
+        value = res.get(key)
+        if value:
+            return str(value).strip()
+    return ""
+
+
+def _diff(res: Mapping[str, Any]) -> str:
+    diffs = res.get("diff") or []
+    if isinstance(diffs, dict):
+        diffs = [diffs]
+    out = []
+    for d in diffs:
+        before, after = d.get("before", ""), d.get("after", "")
+        if isinstance(before, str) and isinstance(after, str) and before != after:
+            out.extend(difflib.unified_diff(
+                before.splitlines(keepends=True), after.splitlines(keepends=True),
+                fromfile=str(d.get("before_header", "before")), tofile=str(d.get("after_header", "after")),
+            ))
+        elif d.get("prepared"):
+            out.append(str(d["prepared"]))
+    return "".join(out)
+
+
+def to_result(event: Mapping[str, Any], origins: Mapping[str, TaskOrigin]) -> TaskResult | None:
+    """The TaskResult of one runner event, or None for events that are not task outcomes."""
+    status = _STATUS.get(event.get("event", ""))
+    if status is None:
+        return None
+    data = event.get("event_data", {})
+    name = data.get("task", "")
+    origin = origins.get(name)
+    res = data.get("res") or {}
+    if status == "ok" and res.get("changed"):
+        status = "changed"
+    secret = origin.secret if origin else True
+    return TaskResult(
+        task=name,
+        resource=origin.resource if origin else "unknown",
+        configsets=origin.configsets if origin else (),
+        status=status,
+        # no_log results are censored by Ansible already; never carry anything from them.
+        message="" if secret and status != "failed" else ("output hidden: task handles a Secret" if secret else _message(res)),
+        diff="" if secret else _diff(res),
+        handler=origin.handler if origin else False,
+        module=str(data.get("resolved_action") or data.get("task_action") or ""),
+    )

@@ -1,0 +1,219 @@
+"""Build the playbook for one node as Python data.
+
+Every task is named ``<configsets> | <kind> <key>`` and the plan keeps a table from task name to
+the resource and ConfigSets it came from, so the executor maps events back without parsing
+names. Files notify the handlers of the services and executions that subscribe to them; handlers
+run executions first (a ``daemon-reload`` belongs before restarts), then service restarts.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from nodemanager.api import Execution, File, Package, Service
+from nodemanager.desired.merge import DesiredState, Resource
+from nodemanager.playbook import platforms
+from nodemanager.playbook.dump import Unsafe
+
+REDACTED = "<redacted: from a Secret; render --show-secrets to see it>"
+
+
+@dataclass(frozen=True)
+class TaskOrigin:
+    resource: str  # Resource.id, e.g. "file:/etc/chrony.conf"
+    configsets: tuple[str, ...]
+    handler: bool = False
+    secret: bool = False
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The playbook as data plus where each of its tasks came from."""
+
+    playbook: list[dict[str, Any]]
+    origins: Mapping[str, TaskOrigin]
+    desired: DesiredState
+    family: str
+
+    @property
+    def has_secrets(self) -> bool:
+        return any(o.secret for o in self.origins.values())
+
+
+@dataclass(frozen=True)
+class Content:
+    """What a file will hold, once templates are rendered; ``secret`` when a Secret fed it."""
+
+    text: str
+    secret: bool = False
+
+
+# Values the renderer chooses itself (module state words); everything else came from a ConfigSet.
+TRUSTED = frozenset({"state"})
+
+
+def fill(skeleton: Any, values: Mapping[str, Any]) -> Any:
+    """Replace "$name" strings in a skeleton with ``values[name]``; drop parameters left unset.
+
+    ConfigSet values come back ``Unsafe`` so Ansible never templates them.
+    """
+    if isinstance(skeleton, dict):
+        out = {}
+        for k, v in skeleton.items():
+            filled = fill(v, values)
+            if filled is not None:
+                out[k] = filled
+        return out
+    if isinstance(skeleton, str) and skeleton.startswith("$"):
+        key = skeleton[1:]
+        return values.get(key) if key in TRUSTED else _unsafe(values.get(key))
+    return copy.deepcopy(skeleton)
+
+
+def _unsafe(value: Any) -> Any:
+    if isinstance(value, str):
+        # Ansible 2.19 loads an empty `!unsafe ''` as null; an empty string has nothing to template.
+        return Unsafe(value) if value else value
+    if isinstance(value, (list, tuple)):
+        return [_unsafe(v) for v in value]
+    return value
+
+
+def _topic(path: str) -> str:
+    return f"nodemanager changed {path}"
+
+
+class _Builder:
+    def __init__(self, desired: DesiredState, family: str, contents: Mapping[str, Content], show_secrets: bool):
+        self.desired = desired
+        self.family = family
+        self.contents = contents
+        self.show_secrets = show_secrets
+        self.origins: dict[str, TaskOrigin] = {}
+        self.listened: set[str] = set()
+
+    def task(self, resource: Resource, module_call: dict[str, Any], *, label: str | None = None,
+             secret: bool = False, handler: bool = False, listen: list[str] | None = None,
+             notify: list[str] | None = None) -> dict[str, Any]:
+        owners = " + ".join(resource.configsets)
+        name = f"{owners} | {label or resource.kind + ' ' + resource.key}"
+        self.origins[name] = TaskOrigin(resource.id, resource.configsets, handler, secret)
+        task: dict[str, Any] = {"name": Unsafe(name), **module_call}
+        if listen:
+            task["listen"] = [Unsafe(t) for t in listen]
+        if notify:
+            task["notify"] = [Unsafe(t) for t in notify]
+        # One failing resource must not stop the others; its failure is still reported.
+        task["ignore_errors"] = True
+        if secret:
+            task["no_log"] = True
+            task["diff"] = False
+        return task
+
+    # -- resources -----------------------------------------------------------------------
+
+    def package(self, r: Resource, p: Package) -> dict[str, Any]:
+        sk = platforms.for_family("packages", self.family)
+        name = sk["version"].format(name=p.name, version=p.version) if p.version else p.name
+        return self.task(r, fill(sk["task"], {"name": name, "state": sk["states"][p.ensure]}))
+
+    def file(self, r: Resource, f: File) -> list[dict[str, Any]]:
+        notify = [_topic(f.path)] if _topic(f.path) in self.listened else None
+        secret = f.uses_secrets or bool(self.contents.get(f.path) and self.contents[f.path].secret)
+        values: dict[str, Any] = {
+            "path": f.path, "owner": f.owner, "group": f.group, "target": f.target,
+            # Content fed by a Secret is private unless the ConfigSet says otherwise.
+            "mode": f.mode or ("0600" if secret else None),
+            "force": False if f.create_only else None,
+        }
+        form = f.ensure
+        if f.ensure == "file" and (f.content is not None or f.template is not None):
+            form = "content"
+            text = f.content if f.content is not None else self.contents[f.path].text
+            values["content"] = REDACTED if secret and not self.show_secrets else text
+        tasks = [self.task(r, fill(platforms.skeletons("files")[form], values), secret=secret, notify=notify)]
+        if f.purge:
+            keep = sorted(o.key for o in self.desired.of_kind("file") if o.key.startswith(f.path.rstrip("/") + "/"))
+            call = fill(platforms.skeletons("files")["purge"], {"path": f.path, "keep": keep})
+            tasks.append(self.task(r, call, label=f"purge {f.path}", notify=notify))
+        return tasks
+
+    def service(self, r: Resource, s: Service) -> list[dict[str, Any]]:
+        sk = platforms.for_family("services", self.family)
+        tasks = []
+        if s.arguments is not None:
+            if "arguments" not in sk:
+                raise ValueError(f"service {s.name}: arguments are only supported on FreeBSD")
+            call = fill(sk["arguments"], {"variable": f"{s.name.replace('-', '_')}_args", "arguments": s.arguments})
+            notify = [_topic(f"args of {s.name}")] if s.ensure != "stopped" else None
+            tasks.append(self.task(r, call, label=f"service {s.name} arguments", notify=notify))
+        if s.ensure is not None or s.enable is not None:
+            state = sk["states"][s.ensure] if s.ensure else None
+            tasks.append(self.task(r, fill(sk["task"], {"name": s.name, "state": state, "enable": s.enable})))
+        return tasks
+
+    def execution(self, r: Resource, e: Execution, *, handler: bool) -> dict[str, Any]:
+        call = fill(platforms.skeletons("executions")["command"], {"argv": list(e.argv)})
+        listen = [_topic(p) for p in e.subscribe_files] if handler else None
+        return self.task(r, call, handler=handler, listen=listen)
+
+    def restart(self, r: Resource, s: Service) -> dict[str, Any]:
+        sk = platforms.for_family("services", self.family)
+        listen = [_topic(p) for p in s.subscribe_files]
+        if s.arguments is not None:
+            listen.append(_topic(f"args of {s.name}"))
+        return self.task(r, fill(sk["restart"], {"name": s.name}), label=f"restart service {s.name}",
+                         handler=True, listen=listen)
+
+    # -- the play ------------------------------------------------------------------------
+
+    def build(self, node_name: str) -> list[dict[str, Any]]:
+        handlers = []
+        for r in self.desired.of_kind("execution"):
+            if r.spec.subscribe_files:
+                handlers.append(self.execution(r, r.spec, handler=True))
+        for r in self.desired.of_kind("service"):
+            s = r.spec
+            if s.ensure != "stopped" and (s.subscribe_files or s.arguments is not None):
+                handlers.append(self.restart(r, s))
+        for h in handlers:
+            self.listened.update(h["listen"])
+
+        tasks: list[dict[str, Any]] = []
+        for r in self.desired.resources:
+            if r.kind == "package":
+                tasks.append(self.package(r, r.spec))
+            elif r.kind == "file":
+                tasks.extend(self.file(r, r.spec))
+            elif r.kind == "service":
+                tasks.extend(self.service(r, r.spec))
+            elif r.kind == "execution" and not r.spec.subscribe_files:
+                tasks.append(self.execution(r, r.spec, handler=False))
+
+        play: dict[str, Any] = {
+            "name": Unsafe(f"nodemanager: {node_name}"),
+            "hosts": "localhost",
+            "connection": "local",
+            "gather_facts": False,
+            # Restart what changed even when another resource failed.
+            "force_handlers": True,
+            "vars": {"ansible_python_interpreter": "{{ ansible_playbook_python }}"},
+            "tasks": tasks,
+        }
+        if handlers:
+            play["handlers"] = handlers
+        return [play]
+
+
+def build(desired: DesiredState, family: str, node_name: str, *, contents: Mapping[str, Content] | None = None,
+          show_secrets: bool = True) -> Plan:
+    """The plan for ``desired`` on a host of platform ``family``.
+
+    ``contents`` holds the rendered text of template files, keyed by path. With
+    ``show_secrets=False`` (what ``render`` does by default) Secret-fed content is redacted.
+    """
+    builder = _Builder(desired, family, contents or {}, show_secrets)
+    playbook = builder.build(node_name)
+    return Plan(playbook, dict(builder.origins), desired, family)

@@ -1,0 +1,45 @@
+"""Map an OS (os-release ID and ID_LIKE) to a platform family and load its task skeletons."""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from nodemanager.playbook.errors import UnsupportedPlatform
+
+TEMPLATES_DIR = Path(os.environ.get("NODEMANAGER_PLAYBOOK_TEMPLATES", Path(__file__).resolve().parents[2] / "playbook_templates"))
+
+FAMILIES = {
+    "arch": "arch", "archarm": "arch", "manjaro": "arch", "endeavouros": "arch",
+    "alpine": "alpine",
+    "freebsd": "freebsd",
+    "debian": "debian", "ubuntu": "debian", "raspbian": "debian", "linuxmint": "debian",
+    "fedora": "fedora", "rhel": "fedora", "centos": "fedora", "rocky": "fedora", "almalinux": "fedora",
+}
+
+
+def family(os_id: str, id_like: Iterable[str] = ()) -> str:
+    """The platform family of an os-release ID, falling back to its ID_LIKE words."""
+    for word in (os_id, *id_like):
+        if word.lower() in FAMILIES:
+            return FAMILIES[word.lower()]
+    raise UnsupportedPlatform(os_id)
+
+
+@functools.cache
+def skeletons(kind: str) -> dict[str, Any]:
+    """The skeletons of one resource kind (packages, files, services, executions), loaded once."""
+    path = TEMPLATES_DIR / f"{kind}.yaml"
+    try:
+        return yaml.safe_load(path.read_text())
+    except OSError as e:
+        raise FileNotFoundError(f"playbook skeletons missing: {path} ({e.strerror})") from e
+
+
+def for_family(kind: str, fam: str) -> dict[str, Any]:
+    table = skeletons(kind)
+    return table.get(fam) or table["default"]

@@ -1,0 +1,79 @@
+"""Build kube-apiserver from the k8s.io/kubernetes Go module and cache the binary.
+
+No Debian package ships kube-apiserver, so it is built from source at a pinned release. The
+k8s.io/kubernetes module refers to its staging modules (k8s.io/api, k8s.io/apiserver, ...) as
+v0.0.0 with replace lines to local directories that a module download does not carry; a wrapper
+module pins each of them to the matching v0.x release instead. The binary lands under
+~/.cache/nodemanager/kube-apiserver-<version>/ and is reused by every later run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+KUBERNETES_VERSION = os.environ.get("NODEMANAGER_KUBERNETES_VERSION", "v1.34.4")
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "nodemanager"
+ETCD = shutil.which("etcd") or "/usr/bin/etcd"
+
+
+def apiserver_path(version: str = KUBERNETES_VERSION) -> Path:
+    return CACHE / f"kube-apiserver-{version}" / "kube-apiserver"
+
+
+def staging_version(version: str) -> str:
+    """k8s.io/kubernetes v1.34.4 pairs with staging modules at v0.34.4."""
+    return "v0." + version.removeprefix("v1.")
+
+
+def _go(*args: str, cwd: Path, env: dict) -> str:
+    proc = subprocess.run(["go", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"go {' '.join(args)} failed:\n{proc.stderr[-4000:]}")
+    return proc.stdout
+
+
+def wrapper_gomod(version: str, upstream_gomod: str) -> str:
+    """go.mod text of the wrapper: require kubernetes, replace every v0.0.0 k8s.io/* staging module."""
+    staging = sorted(set(re.findall(r"^\s*(k8s\.io/[\w./-]+) v0\.0\.0\s*$", upstream_gomod, re.M)))
+    lines = ["module nodemanager.local/apiserver-build", "", "go 1.24", "",
+             f"require k8s.io/kubernetes {version}", ""]
+    lines += [f"replace {mod} => {mod} {staging_version(version)}" for mod in staging]
+    return "\n".join(lines) + "\n"
+
+
+def build(version: str = KUBERNETES_VERSION) -> Path:
+    target = apiserver_path(version)
+    if target.exists():
+        return target
+    if shutil.which("go") is None:
+        raise RuntimeError("go is not installed: it is needed once to build kube-apiserver")
+    started = time.monotonic()
+    env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=mod"}
+    with tempfile.TemporaryDirectory(prefix="apiserver-build-") as tmp:
+        work = Path(tmp)
+        (work / "go.mod").write_text("module nodemanager.local/probe\n\ngo 1.24\n")
+        info = json.loads(_go("mod", "download", "-json", f"k8s.io/kubernetes@{version}", cwd=work, env=env))
+        (work / "go.mod").write_text(wrapper_gomod(version, Path(info["GoMod"]).read_text()))
+        (work / "main.go").write_text('package main\n\nimport _ "k8s.io/kubernetes/cmd/kube-apiserver/app"\n\nfunc main() {}\n')
+        _go("mod", "tidy", cwd=work, env=env)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_suffix(".partial")
+        _go("build", "-trimpath", "-ldflags", "-s -w", "-o", str(partial), "k8s.io/kubernetes/cmd/kube-apiserver",
+            cwd=work, env=env)
+        os.replace(partial, target)
+    print(f"built {target} in {time.monotonic() - started:.0f} s", file=sys.stderr)
+    return target
+
+
+def check_etcd() -> str:
+    if not Path(ETCD).exists():
+        raise RuntimeError("etcd not found: install Debian's etcd-server (apt-get install etcd-server)")
+    return ETCD
