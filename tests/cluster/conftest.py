@@ -1,0 +1,62 @@
+"""One real control plane (etcd + kube-apiserver) for the whole test session, CRDs installed.
+
+If kube-apiserver cannot be built or etcd is missing, the fixture fails and says why: there is
+no silent skip and no mock API.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+from kubernetes import client, config
+
+from tests.cluster.helpers import eventually
+from tests.controlplane.cluster import ControlPlane
+
+CRDS = Path(__file__).resolve().parents[2] / "crds"
+
+
+@pytest.fixture(scope="session")
+def control_plane(tmp_path_factory):
+    try:
+        cp = ControlPlane(tmp_path_factory.mktemp("controlplane")).start()
+    except Exception as e:  # the reason must reach the report, not a skip
+        pytest.fail(f"cannot start the test control plane: {e}", pytrace=False)
+    try:
+        subprocess.run(["kubectl", "--kubeconfig", str(cp.kubeconfig), "apply", "-f", str(CRDS)],
+                       check=True, capture_output=True, text=True)
+        api = client.ApiextensionsV1Api(config.new_client_from_config(str(cp.kubeconfig)))
+
+        def established():
+            for name in ("configsets.common.nodemanager", "managednodes.common.nodemanager"):
+                crd = api.read_custom_resource_definition(name)
+                conds = {c.type: c.status for c in (crd.status.conditions or [])}
+                assert conds.get("Established") == "True", name
+            return True
+
+        eventually(established, timeout=30)
+        yield cp
+    finally:
+        cp.stop()
+
+
+@pytest.fixture(scope="session")
+def kubeconfig(control_plane) -> str:
+    return str(control_plane.kubeconfig)
+
+
+@pytest.fixture
+def api_client(kubeconfig):
+    api = config.new_client_from_config(kubeconfig)
+    yield api
+    api.close()
+
+
+@pytest.fixture
+def namespace(api_client) -> str:
+    name = f"nodemanager-{uuid.uuid4().hex[:8]}"
+    client.CoreV1Api(api_client).create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    return name

@@ -1,0 +1,24 @@
+"""Polling for cluster tests: wait for a condition, never sleep a fixed time."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
+
+
+def eventually(check: Callable[[], T], timeout: float = 30, interval: float = 0.1, message: str = "") -> T:
+    """Call ``check`` until it returns a truthy value without raising AssertionError; return it."""
+    deadline = time.monotonic() + timeout
+    last: BaseException | None = None
+    while True:
+        try:
+            value = check()
+            if value:
+                return value
+        except AssertionError as e:
+            last = e
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not true within {timeout} s: {message or check}") from last
+        time.sleep(interval)
