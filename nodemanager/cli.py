@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import logging
+import os
+import re
 import sys
 
 import click
@@ -33,6 +37,8 @@ def _local_plan(files, node_labels, os_id, hostname, show_secrets):
         raise click.ClickException(str(e)) from e
     for error in local.loaded.errors:
         click.echo(f"error: {error}", err=True)
+    for resource, message in local.errors.items():
+        click.echo(f"error: {resource}: {message}", err=True)
     for conflict in local.desired.conflicts:
         click.echo(f"conflict: {conflict.message()}; applied from neither", err=True)
     if not local.desired.configsets:
@@ -47,12 +53,75 @@ _os_option = click.option("--os", "os_id", help="Render for this os-release ID i
 _hostname_option = click.option("--hostname", help="Node name (default: this host's name).")
 
 
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: what log collectors on hosts ingest best."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"), "level": record.levelname.lower(),
+                 "logger": record.name, "msg": record.getMessage()}
+        if record.exc_info:
+            entry["error"] = self.formatException(record.exc_info)
+        return json.dumps(entry)
+
+
+def _duration(text: str) -> float:
+    """'30m', '1h30m', '45s', '8760h' -> seconds."""
+    parts = re.findall(r"(\d+(?:\.\d+)?)(h|m|s|ms)", text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise click.BadParameter(f"{text!r} is not a duration such as 30m, 1h or 45s")
+    unit = {"h": 3600, "m": 60, "s": 1, "ms": 0.001}
+    return sum(float(n) * unit[u] for n, u in parts)
+
+
+def _run_options(f):
+    options = [
+        click.option("--kubeconfig", default=os.path.expanduser("~/.kube/config"), show_default=True,
+                     help="Kubeconfig file; in a pod without it, the in-cluster service account."),
+        click.option("--namespace", default="nodemanager", show_default=True, help="Namespace of ConfigSets and ManagedNodes."),
+        click.option("--leader-elect", default=False, type=bool, show_default=True,
+                     help="Accepted for compatibility: each agent manages only its own host, so there is no leader to elect."),
+        click.option("--metrics-bind-address", default=":8080", show_default=True, help="Prometheus endpoint; 0 disables."),
+        click.option("--health-probe-bind-address", default=":8081", show_default=True, help="/healthz and /readyz; 0 disables."),
+        click.option("--hostname", help="ManagedNode name (default: this host's name)."),
+        click.option("--node-labels", help="Custom node labels, k=v,k2=v2."),
+        click.option("--state-dir", default="/var/lib/nodemanager", show_default=True, help="Where the last applied state is kept."),
+        click.option("--drift-check-interval", default="30m", show_default=True, help="Full re-check of the host (with 10% jitter)."),
+        click.option("--log-format", type=click.Choice(["json", "text"]), default="json", show_default=True),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
 @click.group(invoke_without_command=True)
+@_run_options
 @click.pass_context
-def main(ctx: click.Context) -> None:
-    """Keep this host's packages, files, services and commands as ConfigSets declare them."""
+def main(ctx: click.Context, **options) -> None:
+    """Keep this host's packages, files, services and commands as ConfigSets declare them.
+
+    Without a command, runs the agent (the same as `nodemanager run`)."""
     if ctx.invoked_subcommand is None:
-        click.echo(ctx.get_help())
+        ctx.invoke(run, **options)
+
+
+@main.command()
+@_run_options
+def run(kubeconfig, namespace, leader_elect, metrics_bind_address, health_probe_bind_address, hostname,
+        node_labels, state_dir, drift_check_interval, log_format) -> None:
+    """Run the agent: keep this host in the state its ConfigSets declare."""
+    from nodemanager.agent.daemon import Daemon, Options
+
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
+    options = Options(kubeconfig=kubeconfig, namespace=namespace, hostname=hostname, node_labels=_labels(node_labels),
+                      state_dir=state_dir, drift_check_interval=_duration(drift_check_interval),
+                      metrics_bind_address=metrics_bind_address, health_probe_bind_address=health_probe_bind_address)
+    try:
+        daemon = Daemon(options)
+    except (PlaybookError, ValueError, OSError) as e:
+        raise click.ClickException(str(e)) from e
+    daemon.run()
 
 
 @main.command()
@@ -78,7 +147,7 @@ def render(files, node_labels, os_id, hostname, show_secrets, output) -> None:
         write_atomic(output, text.encode(), mode=0o600 if local.plan.has_secrets else 0o644)
     else:
         click.echo(text, nl=False)
-    if local.loaded.errors:
+    if local.loaded.errors or local.errors:
         sys.exit(1)
 
 
@@ -108,7 +177,7 @@ def apply(files, node_labels, os_id, hostname, check, diff) -> None:
         run = execute(local.plan, check=check, diff=diff, on_result=_progress if show_progress else None)
     except ExecutorError as e:
         raise click.ClickException(str(e)) from e
-    summaries = summarize(local.desired, run.results)
+    summaries = summarize(local.desired, run.results, local.errors)
     for s in summaries.values():
         verb = "would change" if check else "changed"
         click.echo(f"{s.name}: {s.ok} ok, {s.changed} {verb}, {s.failed} failed"
@@ -119,7 +188,7 @@ def apply(files, node_labels, os_id, hostname, check, diff) -> None:
             click.echo(f"  conflict {resource}: declared differently elsewhere; not applied")
     if run.status != "successful" and not any(r.status == "failed" for r in run.results):
         click.echo(f"ansible-runner ended {run.status} (rc {run.rc})", err=True)
-    if run.failed or local.loaded.errors or local.desired.conflicts:
+    if run.failed or local.loaded.errors or local.errors or local.desired.conflicts:
         sys.exit(1)
 
 

@@ -9,8 +9,10 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 from nodemanager.agent.sources import Loaded, load
+from nodemanager.api import Node
 from nodemanager.desired.merge import DesiredState, merge
 from nodemanager.desired.select import select
+from nodemanager.desired.templates import TemplateData, render_templates
 from nodemanager.host import labels as host_labels
 from nodemanager.host import osinfo
 from nodemanager.playbook import platforms
@@ -41,11 +43,15 @@ def identify(hostname: str | None = None, os_id: str | None = None,
 @dataclass(frozen=True)
 class LocalPlan:
     loaded: Loaded
-    desired: DesiredState
+    desired: DesiredState  # as merged, before templates: every selected resource
     plan: Plan
+    errors: Mapping[str, str]  # resource id -> why it is not in the plan (template, platform)
 
 
 def plan_files(paths: Iterable[str], node: NodeIdentity, *, show_secrets: bool = True) -> LocalPlan:
+    """Templates see this node only: no cluster means no Secrets, ConfigMaps or other nodes."""
     loaded = load(paths)
-    desired = merge(select(loaded.configsets, node.labels))
-    return LocalPlan(loaded, desired, build(desired, node.family, node.name, show_secrets=show_secrets))
+    merged = merge(select(loaded.configsets, node.labels))
+    desired, contents, failures = render_templates(merged, TemplateData(Node(node.name, node.labels)))
+    plan = build(desired, node.family, node.name, contents=contents, show_secrets=show_secrets)
+    return LocalPlan(loaded, merged, plan, {**failures, **plan.errors})

@@ -59,6 +59,9 @@ def execute(plan: Plan, *, check: bool = False, diff: bool = False, work_dir: st
             envvars=config.envvars(private),
             cmdline=cmdline or None,
             event_handler=handle,
+            # An explicit callback keeps ansible-runner from replacing the agent's SIGTERM handler;
+            # a run in progress always finishes, so no resource is left half-applied.
+            cancel_callback=lambda: False,
             quiet=True,
             suppress_env_files=True,
             settings={"suppress_ansible_output": True},

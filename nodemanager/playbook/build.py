@@ -9,13 +9,15 @@ run executions first (a ``daemon-reload`` belongs before restarts), then service
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+import hashlib
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from nodemanager.api import Execution, File, Package, Service
 from nodemanager.desired.merge import DesiredState, Resource
+from nodemanager.desired.templates import Rendered
 from nodemanager.playbook import platforms
-from nodemanager.playbook.dump import Unsafe
+from nodemanager.playbook.dump import Unsafe, to_yaml
 
 REDACTED = "<redacted: from a Secret; render --show-secrets to see it>"
 
@@ -36,18 +38,30 @@ class Plan:
     origins: Mapping[str, TaskOrigin]
     desired: DesiredState
     family: str
+    errors: Mapping[str, str] = field(default_factory=dict)  # resource id -> why it has no task here
 
     @property
     def has_secrets(self) -> bool:
         return any(o.secret for o in self.origins.values())
 
+    def resource_digests(self) -> dict[str, str]:
+        """A digest per resource of every task and handler it contributes: what changed is
+        what needs to run."""
+        parts: dict[str, list[str]] = {}
+        for play in self.playbook:
+            for task in [*play["tasks"], *play.get("handlers", [])]:
+                origin = self.origins[task["name"]]
+                parts.setdefault(origin.resource, []).append(to_yaml(task))
+        return {rid: hashlib.sha256("".join(texts).encode()).hexdigest() for rid, texts in parts.items()}
 
-@dataclass(frozen=True)
-class Content:
-    """What a file will hold, once templates are rendered; ``secret`` when a Secret fed it."""
-
-    text: str
-    secret: bool = False
+    def only(self, resources: set[str]) -> "Plan":
+        """The same plan with only the tasks of ``resources``; every handler stays (handlers run
+        only when notified, so a subscribed service restarts only when its file changed)."""
+        plays = []
+        for play in self.playbook:
+            kept = [t for t in play["tasks"] if self.origins[t["name"]].resource in resources]
+            plays.append({**play, "tasks": kept})
+        return replace(self, playbook=plays)
 
 
 # Values the renderer chooses itself (module state words); everything else came from a ConfigSet.
@@ -86,12 +100,13 @@ def _topic(path: str) -> str:
 
 
 class _Builder:
-    def __init__(self, desired: DesiredState, family: str, contents: Mapping[str, Content], show_secrets: bool):
+    def __init__(self, desired: DesiredState, family: str, contents: Mapping[str, Rendered], show_secrets: bool):
         self.desired = desired
         self.family = family
         self.contents = contents
         self.show_secrets = show_secrets
         self.origins: dict[str, TaskOrigin] = {}
+        self.errors: dict[str, str] = {}
         self.listened: set[str] = set()
 
     def task(self, resource: Resource, module_call: dict[str, Any], *, label: str | None = None,
@@ -145,7 +160,8 @@ class _Builder:
         tasks = []
         if s.arguments is not None:
             if "arguments" not in sk:
-                raise ValueError(f"service {s.name}: arguments are only supported on FreeBSD")
+                self.errors[r.id] = f"spec.services: arguments of {s.name} are only supported on FreeBSD (rc.conf <name>_args)"
+                return []
             call = fill(sk["arguments"], {"variable": f"{s.name.replace('-', '_')}_args", "arguments": s.arguments})
             notify = [_topic(f"args of {s.name}")] if s.ensure != "stopped" else None
             tasks.append(self.task(r, call, label=f"service {s.name} arguments", notify=notify))
@@ -176,7 +192,8 @@ class _Builder:
                 handlers.append(self.execution(r, r.spec, handler=True))
         for r in self.desired.of_kind("service"):
             s = r.spec
-            if s.ensure != "stopped" and (s.subscribe_files or s.arguments is not None):
+            if s.ensure != "stopped" and (s.subscribe_files or s.arguments is not None) and (
+                    s.arguments is None or "arguments" in platforms.for_family("services", self.family)):
                 handlers.append(self.restart(r, s))
         for h in handlers:
             self.listened.update(h["listen"])
@@ -207,7 +224,7 @@ class _Builder:
         return [play]
 
 
-def build(desired: DesiredState, family: str, node_name: str, *, contents: Mapping[str, Content] | None = None,
+def build(desired: DesiredState, family: str, node_name: str, *, contents: Mapping[str, Rendered] | None = None,
           show_secrets: bool = True) -> Plan:
     """The plan for ``desired`` on a host of platform ``family``.
 
@@ -216,4 +233,4 @@ def build(desired: DesiredState, family: str, node_name: str, *, contents: Mappi
     """
     builder = _Builder(desired, family, contents or {}, show_secrets)
     playbook = builder.build(node_name)
-    return Plan(playbook, dict(builder.origins), desired, family)
+    return Plan(playbook, dict(builder.origins), desired, family, dict(builder.errors))

@@ -5,7 +5,8 @@ import yaml
 
 from nodemanager.api import ConfigSet
 from nodemanager.desired.merge import merge
-from nodemanager.playbook.build import REDACTED, Content, build
+from nodemanager.desired.templates import Rendered
+from nodemanager.playbook.build import REDACTED, build
 from nodemanager.playbook.dump import to_yaml
 from nodemanager.playbook.platforms import family
 from nodemanager.playbook.errors import UnsupportedPlatform
@@ -93,9 +94,11 @@ def test_freebsd_arguments_use_sysrc_and_restart():
     assert t[0]["notify"] == handlers(plan)[0]["listen"]
 
 
-def test_arguments_outside_freebsd_are_refused():
-    with pytest.raises(ValueError, match="only supported on FreeBSD"):
-        plan_for({"services": [{"name": "nginx", "arguments": "-x"}]}, "arch")
+def test_arguments_outside_freebsd_are_an_error_of_that_resource_only():
+    plan = plan_for({"services": [{"name": "nginx", "ensure": "running", "arguments": "-x"}],
+                     "files": [{"path": "/a", "content": "a"}]}, "arch")
+    assert "only supported on FreeBSD" in plan.errors["service:nginx"]
+    assert [t["name"] for t in tasks(plan)] == ["cs | file /a"] and handlers(plan) == []
 
 
 def test_every_task_has_an_origin():
@@ -109,7 +112,7 @@ def test_every_task_has_an_origin():
 
 def test_secret_fed_content_is_private_and_redacted_on_request():
     spec = {"files": [{"path": "/etc/token", "template": "{{ node.secrets.token }}", "secretRefs": [{"name": "s"}]}]}
-    contents = {"/etc/token": Content("CANARY-123", secret=True)}
+    contents = {"/etc/token": Rendered("CANARY-123", secret=True)}
     shown = tasks(plan_for(spec, contents=contents))[0]
     hidden = tasks(plan_for(spec, contents=contents, show_secrets=False))[0]
     assert shown["ansible.builtin.copy"]["content"] == "CANARY-123"

@@ -1,0 +1,229 @@
+"""The long-running agent: informers mark the node dirty, one worker reconciles from the cache.
+
+Threads: one per informer, the lease heartbeat, the registration loop, the metrics and health
+servers; the worker runs in the main thread. Watch events never do work themselves: they set a
+flag the worker waits on, so a burst of events costs one reconcile (level-triggered, coalesced).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodemanager import __version__
+from nodemanager.agent.health import serve_health, serve_metrics
+from nodemanager.agent.metrics import Metrics
+from nodemanager.agent.reconcile import Reconciler
+from nodemanager.agent.state import Snapshot, StateStore
+from nodemanager.agent.status import differs
+from nodemanager.host import labels as host_labels
+from nodemanager.host import osinfo
+from nodemanager.host.observe import observe
+from nodemanager.kube import watches
+from nodemanager.kube.client import ClientFactory
+from nodemanager.kube.informer import Backoff, Informer
+from nodemanager.kube.nodes import NodeClient
+from nodemanager.playbook import platforms
+
+log = logging.getLogger(__name__)
+LEASE_PERIOD = 10.0
+
+
+@dataclass
+class Options:
+    kubeconfig: str | None
+    namespace: str = "nodemanager"
+    hostname: str | None = None
+    node_labels: dict[str, str] = field(default_factory=dict)
+    state_dir: str = "/var/lib/nodemanager"
+    drift_check_interval: float = 1800.0
+    metrics_bind_address: str = ":8080"
+    health_probe_bind_address: str = ":8081"
+    token_renewer: Any = None  # bootstrap.renew.TokenRenewer, when the kubeconfig holds a node token
+
+
+class Dirty:
+    """A coalescing 'something changed' flag."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.full = False
+
+    def mark(self, _source: str = "", *, full: bool = False) -> None:
+        self.full = self.full or full
+        self._event.set()
+
+    def wait(self, timeout: float | None) -> bool:
+        return self._event.wait(timeout)
+
+    def take(self) -> bool:
+        """Clear the flag; whether a full (drift) run was asked for."""
+        self._event.clear()
+        full, self.full = self.full, False
+        return full
+
+
+class Daemon:
+    def __init__(self, opts: Options):
+        self.opts = opts
+        self.stop = threading.Event()
+        self.dirty = Dirty()
+        self.metrics = Metrics()
+        self.name = opts.hostname or host_labels.hostname()
+        release = osinfo.read_os_release()
+        system = osinfo.kube_os()
+        self.managed_labels = host_labels.node_labels(self.name, release, osinfo.kube_arch(), system, opts.node_labels)
+        self.clients = ClientFactory(opts.kubeconfig)
+        self.node_client = NodeClient(self.clients, opts.namespace, self.name)
+        self.store = StateStore(opts.state_dir)
+        self.reconciler = Reconciler(
+            name=self.name, managed_labels=self.managed_labels, family=platforms.family(release.id, release.id_like),
+            store=self.store, metrics=self.metrics, agent_version=__version__, observe=observe)
+        ns = opts.namespace
+        self.informers = {
+            "configsets": Informer(watches.CONFIGSETS, self.clients, ns, self.dirty.mark),
+            "self": Informer(watches.MANAGEDNODES, self.clients, ns, self.dirty.mark,
+                             field_selector=f"metadata.name={self.name}"),
+            "secrets": Informer(watches.SECRETS, self.clients, ns, self.dirty.mark),
+            "configmaps": Informer(watches.CONFIGMAPS, self.clients, ns, self.dirty.mark),
+        }
+        self.nodes_informer: Informer | None = None  # started only when a template reads `nodes`
+        self.registered = threading.Event()
+        self.ready = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    # -- threads ---------------------------------------------------------------------------
+
+    def _thread(self, name: str, target, *args) -> None:
+        t = threading.Thread(target=target, args=args, name=name, daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def _register(self) -> None:
+        backoff = Backoff(1, 60)
+        while not self.stop.is_set():
+            try:
+                self.node_client.ensure(self.managed_labels)
+                self.registered.set()
+                log.info("registered ManagedNode %s/%s", self.opts.namespace, self.name)
+                self.dirty.mark("registered")
+                return
+            except Exception as e:
+                delay = backoff.next()
+                log.warning("cannot register ManagedNode (%s); retrying in %.0f s", e, delay)
+                self.stop.wait(delay)
+
+    def _heartbeat(self) -> None:
+        while not self.stop.is_set() and not self.registered.wait(1.0):
+            pass
+        while not self.stop.is_set():
+            try:
+                self.node_client.renew_lease()
+            except Exception as e:
+                log.warning("lease renewal failed: %s", e)
+            self.stop.wait(LEASE_PERIOD)
+
+    # -- the worker ------------------------------------------------------------------------
+
+    def _online(self) -> bool:
+        return self.registered.is_set() and all(i.synced.is_set() for i in self.informers.values()) and (
+            self.nodes_informer is None or self.nodes_informer.synced.is_set())
+
+    def snapshot(self) -> Snapshot | None:
+        """The inputs from the live cache, or, before it synced, those last applied (offline)."""
+        if not self._online():
+            stored = self.reconciler.applied.snapshot
+            return stored if stored and not self.registered.is_set() else None
+        me = self.informers["self"].get(self.name) or {"metadata": {"name": self.name, "labels": self.managed_labels}}
+        snap = Snapshot(
+            node=me,
+            configsets=sorted(self.informers["configsets"].items(), key=lambda c: c["metadata"]["name"]),
+            secrets={s["metadata"]["name"]: s.get("data") or {} for s in self.informers["secrets"].items()},
+            configmaps={c["metadata"]["name"]: c.get("data") or {} for c in self.informers["configmaps"].items()},
+            nodes=sorted(self.nodes_informer.items(), key=lambda n: n["metadata"]["name"]) if self.nodes_informer else [],
+        )
+        if self.nodes_informer is None and self.reconciler.uses_nodes(snap):
+            self.nodes_informer = Informer(watches.MANAGEDNODES, self.clients, self.opts.namespace, self.dirty.mark)
+            self._thread("informer-managednodes", self.nodes_informer.run, self.stop)
+            return None  # come back once every node is in the cache
+        return snap
+
+    def _write_status(self, status: dict, node: dict) -> None:
+        if not self.registered.is_set() or not differs(status, node.get("status") or {}):
+            return
+        try:
+            self.node_client.patch_status(status)
+            self.metrics.status_writes.inc()
+        except Exception as e:
+            log.warning("status write failed: %s", e)
+            self.dirty.mark("status retry")
+
+    def reconcile_once(self, full: bool) -> tuple[bool, float | None]:
+        """Reconcile now; (whether it could, when to come back)."""
+        snap = self.snapshot()
+        if snap is None:
+            return False, None
+        started = time.monotonic()
+        result = self.reconciler.reconcile(snap, full=full)
+        if self._online():
+            self._write_status(result.status, snap.node)
+            if result.event:
+                reason, message, warning = result.event
+                self.node_client.event(reason, message, warning=warning, uid=snap.node.get("metadata", {}).get("uid"))
+        self.ready.set()
+        log.info("reconciled in %.3f s (ran ansible: %s, failed: %s)", time.monotonic() - started, result.ran, result.failed)
+        return True, result.requeue_after
+
+    def _drift_delay(self) -> float:
+        return self.opts.drift_check_interval * random.uniform(0.9, 1.1)
+
+    def run(self) -> None:
+        signal.signal(signal.SIGTERM, lambda *_: self.shutdown())
+        signal.signal(signal.SIGINT, lambda *_: self.shutdown())
+        signal.signal(signal.SIGHUP, lambda *_: self.dirty.mark("SIGHUP", full=True))
+        servers = [serve_metrics(self.opts.metrics_bind_address, self.metrics.registry),
+                   serve_health(self.opts.health_probe_bind_address, self.ready)]
+        self._thread("register", self._register)
+        self._thread("lease", self._heartbeat)
+        for name, informer in self.informers.items():
+            self._thread(f"informer-{name}", informer.run, self.stop)
+        if self.opts.token_renewer:
+            self._thread("token-renewer", self.opts.token_renewer.run, self.stop)
+
+        next_drift = time.monotonic()  # the first reconcile checks everything
+        requeue_at: float | None = None
+        waiting_for_cache = False
+        self.dirty.mark("start", full=True)
+        while not self.stop.is_set():
+            deadlines = ([] if waiting_for_cache else [next_drift]) + ([requeue_at] if requeue_at else [])
+            self.dirty.wait(max(0.0, min(deadlines) - time.monotonic()) if deadlines else None)
+            if self.stop.is_set():
+                break
+            full = self.dirty.take() or time.monotonic() >= next_drift
+            try:
+                done, requeue = self.reconcile_once(full)
+            except Exception:
+                log.exception("reconcile failed")
+                done, requeue = True, 30.0
+            waiting_for_cache = not done
+            if not done:
+                self.dirty.full = self.dirty.full or full  # the cache will mark dirty once synced
+                continue
+            if full:
+                next_drift = time.monotonic() + self._drift_delay()
+            requeue_at = time.monotonic() + requeue if requeue else None
+        for server in servers:
+            if server:
+                server.shutdown()
+        self.clients.close()
+        log.info("stopped")
+
+    def shutdown(self) -> None:
+        """SIGTERM: finish the reconcile in progress (never leave a file half-written), then exit."""
+        self.stop.set()
+        self.dirty.mark("stop")

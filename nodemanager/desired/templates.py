@@ -1,0 +1,131 @@
+"""Render ``files[].template`` with node data: sandboxed Jinja2, undefined names are errors.
+
+Data: ``node.name``, ``node.labels``, ``node.status``, ``node.configmaps`` (the file's
+``configMapRefs`` merged, later refs win), ``node.secrets`` (``secretRefs`` merged, decoded to
+text; binary values through the ``b64decode``/``b64encode`` filters on the raw value) and
+``nodes`` (every ManagedNode: name, labels, status; sorted by name). A template that fails is
+reported for its file with the field path; that file is left out (untouched on disk) and
+everything else still applies.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
+
+import jinja2
+from jinja2.sandbox import SandboxedEnvironment
+
+from nodemanager.api import File, Node, Ref
+from nodemanager.desired.merge import DesiredState
+
+
+@dataclass(frozen=True)
+class TemplateData:
+    """What templates may read: this node, every node, and the namespace's Secrets/ConfigMaps."""
+
+    node: Node
+    nodes: tuple[Node, ...] = ()
+    secrets: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # name -> key -> base64 (as the API gives it)
+    configmaps: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # name -> key -> text
+
+
+@dataclass(frozen=True)
+class Rendered:
+    text: str
+    secret: bool
+
+
+class TemplateError(Exception):
+    def __init__(self, path: str, message: str):
+        self.path = path
+        super().__init__(message)
+
+
+def _b64decode(value: str) -> str:
+    return base64.b64decode(value).decode("utf-8")
+
+
+def _b64encode(value: str | bytes) -> str:
+    return base64.b64encode(value.encode() if isinstance(value, str) else value).decode()
+
+
+def _environment() -> SandboxedEnvironment:
+    env = SandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+    env.filters["b64decode"] = _b64decode
+    env.filters["b64encode"] = _b64encode
+    return env
+
+
+_ENV = _environment()
+
+
+def _merge_refs(refs: tuple[Ref, ...], source: Mapping[str, Mapping[str, str]], kind: str, decode: bool) -> dict[str, str]:
+    merged: dict[str, str] = {}
+    for ref in refs:
+        data = source.get(ref.name)
+        if data is None:
+            raise KeyError(f"{kind} {ref.name!r} not found")
+        keys = [ref.key] if ref.key else sorted(data)
+        for key in keys:
+            if key not in data:
+                raise KeyError(f"{kind} {ref.name!r} has no key {key!r}")
+            value = data[key]
+            if decode:
+                try:
+                    value = base64.b64decode(value).decode("utf-8")
+                except (binascii.Error, UnicodeDecodeError):
+                    raise KeyError(f"{kind} {ref.name!r} key {key!r} is binary; read it with a filter") from None
+            merged[key] = value
+    return merged
+
+
+def _node_view(node: Node) -> dict[str, Any]:
+    return {"name": node.name, "labels": dict(node.labels), "status": dict(node.status)}
+
+
+def render_file(f: File, data: TemplateData) -> Rendered:
+    """Render one file's template; raise TemplateError with a message fit for status."""
+    try:
+        secrets = _merge_refs(f.secret_refs, data.secrets, "Secret", decode=True)
+        configmaps = _merge_refs(f.configmap_refs, data.configmaps, "ConfigMap", decode=False)
+    except KeyError as e:
+        raise TemplateError(f.path, str(e.args[0])) from None
+    node = {**_node_view(data.node), "secrets": secrets, "configmaps": configmaps}
+    nodes = [_node_view(n) for n in sorted(data.nodes, key=lambda n: n.name)]
+    try:
+        text = _ENV.from_string(f.template).render(node=node, nodes=nodes)
+    except jinja2.TemplateSyntaxError as e:
+        raise TemplateError(f.path, f"template syntax error line {e.lineno}: {e.message}") from None
+    except jinja2.UndefinedError as e:
+        raise TemplateError(f.path, f"undefined in template: {e.message}") from None
+    except jinja2.exceptions.SecurityError as e:
+        raise TemplateError(f.path, f"template not allowed: {e}") from None
+    except Exception as e:  # filters on bad input (b64decode of text), arithmetic on strings...
+        raise TemplateError(f.path, f"template failed: {type(e).__name__}: {e}") from None
+    return Rendered(text, secret=bool(f.secret_refs))
+
+
+def render_templates(desired: DesiredState, data: TemplateData) -> tuple[DesiredState, dict[str, Rendered], dict[str, str]]:
+    """Render every template file. Returns the desired state without failed files, the rendered
+    contents by path, and the failures by resource id (``file:/path`` -> message)."""
+    contents: dict[str, Rendered] = {}
+    failures: dict[str, str] = {}
+    for r in desired.of_kind("file"):
+        if r.spec.template is None:
+            continue
+        try:
+            contents[r.key] = render_file(r.spec, data)
+        except TemplateError as e:
+            failures[r.id] = str(e)
+    if not failures:
+        return desired, contents, failures
+    kept = tuple(r for r in desired.resources if r.id not in failures)
+    return replace(desired, resources=kept), contents, failures
+
+
+def uses_nodes(desired: DesiredState) -> bool:
+    """Whether any template reads ``nodes`` (only then does the agent watch every ManagedNode)."""
+    return any(r.spec.template and "nodes" in r.spec.template for r in desired.of_kind("file"))

@@ -1,0 +1,64 @@
+"""Network interfaces and their addresses: IPv4 and global-scope IPv6, loopback excluded."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+import shutil
+import subprocess
+
+
+def _keep(address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%")[0])
+    return not (ip.is_loopback or ip.is_link_local or ip.is_multicast or ip.is_unspecified)
+
+
+def _add(out: dict, name: str, address: str) -> None:
+    if not _keep(address):
+        return
+    family = "ipv6" if ":" in address else "ipv4"
+    entry = out.setdefault(name, {"ipv4": [], "ipv6": []})
+    if address not in entry[family]:
+        entry[family].append(address)
+
+
+def _sorted(out: dict) -> dict[str, dict[str, list[str]]]:
+    return {name: {k: sorted(v, key=ipaddress.ip_address) for k, v in fams.items()} for name, fams in sorted(out.items())}
+
+
+def parse_ip_json(text: str) -> dict[str, dict[str, list[str]]]:
+    """Parse `ip -j addr` (iproute2) output."""
+    out: dict = {}
+    for link in json.loads(text or "[]"):
+        if "LOOPBACK" in link.get("flags", []):
+            continue
+        for addr in link.get("addr_info", []):
+            if addr.get("family") in ("inet", "inet6") and addr.get("scope", "global") in ("global", "site"):
+                _add(out, link["ifname"], addr["local"])
+    return _sorted(out)
+
+
+_IFACE = re.compile(r"^(\S+?):? flags=")
+_INET = re.compile(r"^\s+inet6?\s+(\S+)")
+
+
+def parse_ifconfig(text: str) -> dict[str, dict[str, list[str]]]:
+    """Parse FreeBSD `ifconfig` output."""
+    out: dict = {}
+    name = None
+    for line in text.splitlines():
+        m = _IFACE.match(line)
+        if m:
+            name = m.group(1)
+            continue
+        m = _INET.match(line)
+        if m and name and not name.startswith("lo"):
+            _add(out, name, m.group(1))
+    return _sorted(out)
+
+
+def interfaces() -> dict[str, dict[str, list[str]]]:
+    if shutil.which("ip"):
+        return parse_ip_json(subprocess.run(["ip", "-j", "addr"], capture_output=True, text=True, check=True).stdout)
+    return parse_ifconfig(subprocess.run(["ifconfig"], capture_output=True, text=True, check=True).stdout)

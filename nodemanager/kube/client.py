@@ -1,0 +1,59 @@
+"""API client configuration: a kubeconfig file, or the in-cluster service account in a pod.
+
+The kubeconfig is re-read when its file changes, so a rotated token (written atomically by the
+token renewer or `nodemanager bootstrap`) is used without a restart.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from kubernetes import client, config
+
+FIELD_MANAGER = "nodemanager"
+
+
+def in_cluster() -> bool:
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and Path(
+        "/var/run/secrets/kubernetes.io/serviceaccount/token").exists()
+
+
+class ClientFactory:
+    """Hands out an ApiClient for the current credentials; reloads when the kubeconfig changes."""
+
+    def __init__(self, kubeconfig: str | None):
+        self.kubeconfig = kubeconfig
+        self._lock = threading.Lock()
+        self._mtime: float | None = None
+        self._client: client.ApiClient | None = None
+
+    def _stamp(self) -> float | None:
+        try:
+            return os.stat(self.kubeconfig).st_mtime_ns if self.kubeconfig else None
+        except OSError:
+            return None
+
+    def get(self) -> client.ApiClient:
+        with self._lock:
+            stamp = self._stamp()
+            if self._client is None or stamp != self._mtime:
+                if self.kubeconfig and Path(self.kubeconfig).exists():
+                    fresh = config.new_client_from_config(self.kubeconfig)
+                elif in_cluster():
+                    configuration = client.Configuration()
+                    config.load_incluster_config(client_configuration=configuration)
+                    fresh = client.ApiClient(configuration)
+                else:
+                    raise FileNotFoundError(f"kubeconfig {self.kubeconfig} not found and not running in a pod")
+                old, self._client, self._mtime = self._client, fresh, stamp
+                if old is not None:
+                    old.close()
+            return self._client
+
+    def close(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None

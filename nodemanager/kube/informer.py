@@ -1,0 +1,139 @@
+"""One informer per watched kind: list, then watch from the list's resourceVersion.
+
+Bookmarks keep the resourceVersion fresh while nothing changes; ``410 Gone`` (the version was
+compacted away) means relist; any other failure reconnects after an exponential backoff with
+jitter. The informer only keeps a cache and calls ``on_change``: deciding what to do is the
+reconciler's job, which reads the cache (level-triggered).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from kubernetes import watch
+from kubernetes.client.rest import ApiException
+
+from nodemanager.kube.client import ClientFactory
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How to list one kind: ``lister(api_client)`` returns the bound list function."""
+
+    name: str
+    lister: Callable[[Any], Callable[..., Any]]
+
+
+class Backoff:
+    def __init__(self, base: float = 0.5, cap: float = 30.0):
+        self.base, self.cap, self.attempt = base, cap, 0
+
+    def next(self) -> float:
+        delay = min(self.cap, self.base * 2 ** self.attempt)
+        self.attempt += 1
+        return delay * random.uniform(0.5, 1.0)  # jitter: agents must not reconnect in lockstep
+
+    def reset(self) -> None:
+        self.attempt = 0
+
+
+class Informer:
+    def __init__(self, kind: Kind, clients: ClientFactory, namespace: str, on_change: Callable[[str], None], *,
+                 field_selector: str | None = None, watch_timeout: int = 300):
+        self.kind = kind
+        self.clients = clients
+        self.namespace = namespace
+        self.on_change = on_change
+        self.field_selector = field_selector
+        self.watch_timeout = watch_timeout
+        self.synced = threading.Event()
+        self.lists = 0  # how many full lists were made: tests and metrics read it
+        self._items: dict[str, dict] = {}
+        self._lock = threading.Lock()
+        self._rv = ""
+
+    def items(self) -> list[dict]:
+        with self._lock:
+            return list(self._items.values())
+
+    def get(self, name: str) -> dict | None:
+        with self._lock:
+            return self._items.get(name)
+
+    def _kwargs(self) -> dict:
+        kwargs: dict[str, Any] = {}
+        if self.field_selector:
+            kwargs["field_selector"] = self.field_selector
+        return kwargs
+
+    def _list(self) -> None:
+        api = self.clients.get()
+        result = self.kind.lister(api)(namespace=self.namespace, **self._kwargs())
+        result = api.sanitize_for_serialization(result)
+        items = {i["metadata"]["name"]: i for i in result.get("items", [])}
+        with self._lock:
+            changed = items != self._items or not self.synced.is_set()
+            self._items = items
+            self._rv = result["metadata"]["resourceVersion"]
+        self.lists += 1
+        self.synced.set()
+        if changed:
+            self.on_change(self.kind.name)
+
+    def _watch(self, stop: threading.Event) -> None:
+        api = self.clients.get()
+        w = watch.Watch()
+        stream = w.stream(self.kind.lister(api), namespace=self.namespace, resource_version=self._rv,
+                          allow_watch_bookmarks=True, timeout_seconds=self.watch_timeout + random.randint(0, 60),
+                          **self._kwargs())
+        try:
+            for event in stream:
+                if stop.is_set():
+                    return
+                kind, obj = event["type"], api.sanitize_for_serialization(event["object"])
+                if kind == "ERROR":
+                    if obj.get("code") == 410:
+                        raise ApiException(status=410, reason="Gone")
+                    raise ApiException(status=obj.get("code", 500), reason=obj.get("message", "watch error"))
+                meta = obj.get("metadata", {})
+                self._rv = meta.get("resourceVersion", self._rv)
+                if kind == "BOOKMARK":
+                    continue
+                with self._lock:
+                    if kind == "DELETED":
+                        self._items.pop(meta["name"], None)
+                    else:
+                        self._items[meta["name"]] = obj
+                self.on_change(self.kind.name)
+        finally:
+            w.stop()
+
+    def run(self, stop: threading.Event) -> None:
+        """List and watch until ``stop`` is set. Runs in its own thread."""
+        backoff = Backoff()
+        need_list = True
+        while not stop.is_set():
+            try:
+                if need_list:
+                    self._list()
+                    need_list = False
+                self._watch(stop)
+                backoff.reset()
+            except ApiException as e:
+                if e.status == 410:
+                    log.info("%s watch expired (410 Gone); relisting", self.kind.name)
+                    need_list = True
+                    continue
+                delay = backoff.next()
+                log.warning("%s list/watch failed (%s %s); retrying in %.1f s", self.kind.name, e.status, e.reason, delay)
+                stop.wait(delay)
+            except Exception as e:  # connection refused, reset, timeouts: the API server may be restarting
+                delay = backoff.next()
+                log.warning("%s list/watch failed (%s); retrying in %.1f s", self.kind.name, e, delay)
+                stop.wait(delay)

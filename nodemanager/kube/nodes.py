@@ -1,0 +1,102 @@
+"""The agent's own objects: its ManagedNode (labels, status), Events about it, its Lease.
+
+Status is written with a merge patch on the status subresource, field manager ``nodemanager``;
+callers only call ``patch_status`` when the status they computed differs from the cached one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import uuid
+from typing import Any, Mapping
+
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from nodemanager.kube.client import FIELD_MANAGER, ClientFactory
+from nodemanager.kube.errors import translate
+
+log = logging.getLogger(__name__)
+GROUP, VERSION, PLURAL = "common.nodemanager", "v1", "managednodes"
+
+
+def now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+
+
+def rfc3339(t: dt.datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class NodeClient:
+    def __init__(self, clients: ClientFactory, namespace: str, name: str):
+        self.clients, self.namespace, self.name = clients, namespace, name
+
+    def _custom(self) -> client.CustomObjectsApi:
+        return client.CustomObjectsApi(self.clients.get())
+
+    def ensure(self, labels: Mapping[str, str]) -> dict:
+        """Create the ManagedNode, or bring the labels the agent manages up to date."""
+        api = self._custom()
+        try:
+            node = api.get_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, self.name)
+        except ApiException as e:
+            if e.status != 404:
+                raise translate(e) from e
+            body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ManagedNode",
+                    "metadata": {"name": self.name, "namespace": self.namespace, "labels": dict(labels)}, "spec": {}}
+            try:
+                return api.create_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, body,
+                                                           field_manager=FIELD_MANAGER)
+            except ApiException as e2:
+                raise translate(e2) from e2
+        current = node.get("metadata", {}).get("labels") or {}
+        if all(current.get(k) == v for k, v in labels.items()):
+            return node
+        try:
+            return api.patch_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, self.name,
+                                                      {"metadata": {"labels": dict(labels)}}, field_manager=FIELD_MANAGER)
+        except ApiException as e:
+            raise translate(e) from e
+
+    def patch_status(self, status: Mapping[str, Any]) -> dict:
+        try:
+            return self._custom().patch_namespaced_custom_object_status(
+                GROUP, VERSION, self.namespace, PLURAL, self.name, {"status": dict(status)}, field_manager=FIELD_MANAGER)
+        except ApiException as e:
+            raise translate(e) from e
+
+    def event(self, reason: str, message: str, *, warning: bool = False, uid: str | None = None) -> None:
+        """Record a Kubernetes Event on the ManagedNode; failures are logged, never fatal."""
+        stamp = now()
+        body = client.CoreV1Event(
+            metadata=client.V1ObjectMeta(name=f"{self.name}.{uuid.uuid4().hex[:12]}", namespace=self.namespace),
+            involved_object=client.V1ObjectReference(api_version=f"{GROUP}/{VERSION}", kind="ManagedNode",
+                                                     name=self.name, namespace=self.namespace, uid=uid),
+            reason=reason, message=message[:1024], type="Warning" if warning else "Normal",
+            first_timestamp=stamp, last_timestamp=stamp, count=1,
+            source=client.V1EventSource(component="nodemanager", host=self.name),
+        )
+        try:
+            client.CoreV1Api(self.clients.get()).create_namespaced_event(self.namespace, body)
+        except Exception as e:  # an Event is a courtesy; the status carries the truth
+            log.warning("could not record event %s: %s", reason, e)
+
+    def renew_lease(self, duration_seconds: int = 40) -> None:
+        """Create or renew the coordination.k8s.io Lease named after the node (liveness)."""
+        api = client.CoordinationV1Api(self.clients.get())
+        stamp = dt.datetime.now(dt.timezone.utc)
+        spec = client.V1LeaseSpec(holder_identity=self.name, lease_duration_seconds=duration_seconds, renew_time=stamp)
+        try:
+            lease = api.read_namespaced_lease(self.name, self.namespace)
+            lease.spec.renew_time = stamp
+            lease.spec.holder_identity = self.name
+            lease.spec.lease_duration_seconds = duration_seconds
+            api.replace_namespaced_lease(self.name, self.namespace, lease, field_manager=FIELD_MANAGER)
+        except ApiException as e:
+            if e.status != 404:
+                raise translate(e) from e
+            spec.acquire_time = stamp
+            body = client.V1Lease(metadata=client.V1ObjectMeta(name=self.name, namespace=self.namespace), spec=spec)
+            api.create_namespaced_lease(self.namespace, body, field_manager=FIELD_MANAGER)

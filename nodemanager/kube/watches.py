@@ -1,0 +1,26 @@
+"""The kinds the agent watches, all in its own namespace."""
+
+from __future__ import annotations
+
+from kubernetes import client
+
+from nodemanager.kube.informer import Kind
+from nodemanager.kube.nodes import GROUP, VERSION
+
+
+def _custom(plural: str):
+    def lister(api):
+        custom = client.CustomObjectsApi(api)
+
+        def list_objects(namespace, **kwargs):
+            return custom.list_namespaced_custom_object(GROUP, VERSION, namespace, plural, **kwargs)
+
+        return list_objects
+
+    return lister
+
+
+CONFIGSETS = Kind("configsets", _custom("configsets"))
+MANAGEDNODES = Kind("managednodes", _custom("managednodes"))
+SECRETS = Kind("secrets", lambda api: client.CoreV1Api(api).list_namespaced_secret)
+CONFIGMAPS = Kind("configmaps", lambda api: client.CoreV1Api(api).list_namespaced_config_map)
