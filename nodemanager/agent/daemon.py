@@ -84,18 +84,20 @@ class Daemon:
         self.reconciler = Reconciler(
             name=self.name, managed_labels=self.managed_labels, family=platforms.family(release.id, release.id_like),
             store=self.store, metrics=self.metrics, agent_version=__version__, observe=observe)
-        ns = opts.namespace
         self.informers = {
-            "configsets": Informer(watches.CONFIGSETS, self.clients, ns, self.dirty.mark),
-            "self": Informer(watches.MANAGEDNODES, self.clients, ns, self.dirty.mark,
-                             field_selector=f"metadata.name={self.name}"),
-            "secrets": Informer(watches.SECRETS, self.clients, ns, self.dirty.mark),
-            "configmaps": Informer(watches.CONFIGMAPS, self.clients, ns, self.dirty.mark),
+            "configsets": self._informer(watches.CONFIGSETS),
+            "self": self._informer(watches.MANAGEDNODES, field_selector=f"metadata.name={self.name}"),
+            "secrets": self._informer(watches.SECRETS),
+            "configmaps": self._informer(watches.CONFIGMAPS),
         }
         self.nodes_informer: Informer | None = None  # started only when a template reads `nodes`
         self.registered = threading.Event()
         self.ready = threading.Event()
         self._threads: list[threading.Thread] = []
+
+    def _informer(self, kind, **kwargs) -> Informer:
+        return Informer(kind, self.clients, self.opts.namespace, self.dirty.mark,
+                        on_list=lambda k: self.metrics.informer_lists.labels(k).inc(), **kwargs)
 
     # -- threads ---------------------------------------------------------------------------
 
@@ -148,7 +150,7 @@ class Daemon:
             nodes=sorted(self.nodes_informer.items(), key=lambda n: n["metadata"]["name"]) if self.nodes_informer else [],
         )
         if self.nodes_informer is None and self.reconciler.uses_nodes(snap):
-            self.nodes_informer = Informer(watches.MANAGEDNODES, self.clients, self.opts.namespace, self.dirty.mark)
+            self.nodes_informer = self._informer(watches.MANAGEDNODES)
             self._thread("informer-managednodes", self.nodes_informer.run, self.stop)
             return None  # come back once every node is in the cache
         return snap

@@ -25,6 +25,8 @@ class Metrics:
         self.reconciles = Counter("nodemanager_reconcile", "Reconciles by outcome (applied, unchanged, failed).",
                                   ["outcome"], registry=r)
         self.ansible_runs = Counter("nodemanager_ansible_runs", "Ansible runs started.", registry=r)
+        self.informer_lists = Counter("nodemanager_informer_lists", "Full lists per kind (first sync and relists).",
+                                      ["kind"], registry=r)
         self.status_writes = Counter("nodemanager_status_writes", "ManagedNode status patches.", registry=r)
 
     def record_results(self, results) -> None:

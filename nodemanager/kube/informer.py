@@ -45,13 +45,15 @@ class Backoff:
 
 class Informer:
     def __init__(self, kind: Kind, clients: ClientFactory, namespace: str, on_change: Callable[[str], None], *,
-                 field_selector: str | None = None, watch_timeout: int = 300):
+                 field_selector: str | None = None, watch_timeout: int = 300,
+                 on_list: Callable[[str], None] | None = None):
         self.kind = kind
         self.clients = clients
         self.namespace = namespace
         self.on_change = on_change
         self.field_selector = field_selector
         self.watch_timeout = watch_timeout
+        self.on_list = on_list
         self.synced = threading.Event()
         self.lists = 0  # how many full lists were made: tests and metrics read it
         self._items: dict[str, dict] = {}
@@ -82,6 +84,8 @@ class Informer:
             self._items = items
             self._rv = result["metadata"]["resourceVersion"]
         self.lists += 1
+        if self.on_list:
+            self.on_list(self.kind.name)
         self.synced.set()
         if changed:
             self.on_change(self.kind.name)

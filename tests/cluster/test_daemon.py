@@ -178,14 +178,18 @@ def test_sighup_forces_a_full_run(api_client, namespace, host, agent, tmp_path):
     eventually(lambda: target.read_text() == "wanted\n", timeout=60, message="drift corrected after SIGHUP")
 
 
-def test_apiserver_restart_misses_no_change(control_plane, api_client, namespace, host, agent, tmp_path):
+def test_apiserver_restart_misses_no_change_and_expired_watch_relists(control_plane, api_client, namespace, host, agent, tmp_path):
     target = tmp_path / "after-restart"
     put_configset(api_client, namespace, "r", for_host(host, [{"path": str(target), "content": "1"}]))
     applied(api_client, namespace, host, "r")
+    lists = agent.metric("nodemanager_informer_lists_total", 'kind="configsets"')
     control_plane.restart_apiserver()
     cs = put_configset(api_client, namespace, "r", for_host(host, [{"path": str(target), "content": "2"}]))
     applied(api_client, namespace, host, "r", cs["metadata"]["resourceVersion"])
     assert target.read_text() == "2"
+    # The restarted server's watch cache starts after the agent's resourceVersion: 410 Gone, relist.
+    assert agent.metric("nodemanager_informer_lists_total", 'kind="configsets"') > lists
+    assert "watch expired (410 Gone); relisting" in agent.log()
 
 
 def test_offline_start_enforces_last_applied_state(control_plane, kubeconfig, api_client, namespace, host, tmp_path):
