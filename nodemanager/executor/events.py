@@ -38,6 +38,9 @@ def _message(res: Mapping[str, Any]) -> str:
         value = res.get(key)
         if value:
             return str(value).strip()
+    if res.get("cmd"):  # a command failed silently: say which, and how
+        cmd = res["cmd"] if isinstance(res["cmd"], str) else " ".join(map(str, res["cmd"]))
+        return f"{cmd} exited {res.get('rc')}"
     return ""
 
 
