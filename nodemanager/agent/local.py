@@ -49,9 +49,10 @@ class LocalPlan:
 
 
 def plan_files(paths: Iterable[str], node: NodeIdentity, *, show_secrets: bool = True) -> LocalPlan:
-    """Templates see this node only: no cluster means no Secrets, ConfigMaps or other nodes."""
+    """Templates see this node and the Secrets and ConfigMaps given as files; no other nodes."""
     loaded = load(paths)
     merged = merge(select(loaded.configsets, node.labels))
-    desired, contents, failures = render_templates(merged, TemplateData(Node(node.name, node.labels)))
+    data = TemplateData(Node(node.name, node.labels), secrets=loaded.secrets, configmaps=loaded.configmaps)
+    desired, contents, failures = render_templates(merged, data)
     plan = build(desired, node.family, node.name, contents=contents, show_secrets=show_secrets)
     return LocalPlan(loaded, merged, plan, {**failures, **plan.errors})

@@ -4,6 +4,7 @@ source. Each document is parsed on its own, so one bad document is reported and 
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -18,7 +19,16 @@ YAML_SUFFIXES = (".yaml", ".yml", ".json")
 @dataclass
 class Loaded:
     configsets: list[ConfigSet] = field(default_factory=list)
+    secrets: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> key -> base64, as the API holds them
+    configmaps: dict[str, dict[str, str]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)  # "<file>: <message>", one per bad document
+
+
+def _secret_data(doc: dict) -> dict[str, str]:
+    data = dict(doc.get("data") or {})
+    for key, value in (doc.get("stringData") or {}).items():
+        data[key] = base64.b64encode(str(value).encode()).decode()
+    return data
 
 
 def _files(paths: Iterable[str]) -> Iterator[Path]:
@@ -46,8 +56,16 @@ def load(paths: Iterable[str]) -> Loaded:
             out.errors.append(f"{path}: {e}")
             continue
         for index, doc in enumerate(d for raw in docs for d in _documents(raw)):
-            if isinstance(doc, dict) and doc.get("kind") not in (None, "ConfigSet"):
-                continue  # other kinds (Namespaces, Secrets) may share the file
+            kind = doc.get("kind") if isinstance(doc, dict) else None
+            name = ((doc or {}).get("metadata") or {}).get("name", "") if isinstance(doc, dict) else ""
+            if kind == "Secret":
+                out.secrets[name] = _secret_data(doc)
+                continue
+            if kind == "ConfigMap":
+                out.configmaps[name] = {k: str(v) for k, v in (doc.get("data") or {}).items()}
+                continue
+            if kind not in (None, "ConfigSet"):
+                continue  # other kinds (Namespaces, RBAC) may share the file
             try:
                 out.configsets.append(ConfigSet.from_dict(doc))
             except InvalidObject as e:

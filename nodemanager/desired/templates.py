@@ -113,19 +113,18 @@ def render_templates(desired: DesiredState, data: TemplateData) -> tuple[Desired
     contents by path, and the failures by resource id (``file:/path`` -> message)."""
     contents: dict[str, Rendered] = {}
     failures: dict[str, str] = {}
+    by_name = {cs.name: cs for cs in desired.configsets}
     for r in desired.of_kind("file"):
         if r.spec.template is None:
             continue
         try:
             contents[r.key] = render_file(r.spec, data)
         except TemplateError as e:
-            failures[r.id] = str(e)
+            owner = by_name.get(r.configsets[0])
+            index = next((i for i, f in enumerate(owner.files) if f.path == r.key), 0) if owner else 0
+            failures[r.id] = f"TemplateError: spec.files[{index}].template: {e}"
     if not failures:
         return desired, contents, failures
     kept = tuple(r for r in desired.resources if r.id not in failures)
     return replace(desired, resources=kept), contents, failures
 
-
-def uses_nodes(desired: DesiredState) -> bool:
-    """Whether any template reads ``nodes`` (only then does the agent watch every ManagedNode)."""
-    return any(r.spec.template and "nodes" in r.spec.template for r in desired.of_kind("file"))

@@ -32,7 +32,13 @@ def custom(api_client):
 
 
 def node(api_client, namespace, host):
-    return custom(api_client).get_namespaced_custom_object(GROUP, VERSION, namespace, "managednodes", host)
+    """The ManagedNode, or {} while the agent has not registered it yet."""
+    try:
+        return custom(api_client).get_namespaced_custom_object(GROUP, VERSION, namespace, "managednodes", host)
+    except client.ApiException as e:
+        if e.status == 404:
+            return {}
+        raise
 
 
 def condition(n, type_):
