@@ -114,9 +114,14 @@ def run(kubeconfig, namespace, leader_elect, metrics_bind_address, health_probe_
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
+    from nodemanager.bootstrap.credentials import TokenRenewer
+    from nodemanager.host.labels import hostname as this_host
+
+    renewer = TokenRenewer(kubeconfig, hostname or this_host(), namespace) if os.path.exists(kubeconfig) else None
     options = Options(kubeconfig=kubeconfig, namespace=namespace, hostname=hostname, node_labels=_labels(node_labels),
                       state_dir=state_dir, drift_check_interval=_duration(drift_check_interval),
-                      metrics_bind_address=metrics_bind_address, health_probe_bind_address=health_probe_bind_address)
+                      metrics_bind_address=metrics_bind_address, health_probe_bind_address=health_probe_bind_address,
+                      token_renewer=renewer)
     try:
         daemon = Daemon(options)
     except (PlaybookError, ValueError, OSError) as e:
@@ -190,6 +195,76 @@ def apply(files, node_labels, os_id, hostname, check, diff) -> None:
         click.echo(f"ansible-runner ended {run.status} (rc {run.rc})", err=True)
     if run.failed or local.loaded.errors or local.errors or local.desired.conflicts:
         sys.exit(1)
+
+
+def _default_node_kubeconfig() -> str:
+    return "/usr/local/etc/nodemanager/kubeconfig" if sys.platform.startswith("freebsd") else "/etc/nodemanager/kubeconfig"
+
+
+@main.command()
+@click.option("--hostname", required=True, help="Target node name.")
+@click.option("--namespace", default="nodemanager", show_default=True)
+def rbac(hostname, namespace) -> None:
+    """Print the RBAC objects and admission policy one node needs (apply them yourself)."""
+    import yaml
+
+    from nodemanager.bootstrap.rbac import manifests
+
+    click.echo(yaml.safe_dump_all(manifests(hostname, namespace), sort_keys=False), nl=False)
+
+
+def _kube_errors(f):
+    import functools
+
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        from nodemanager.kube.errors import KubeError
+
+        try:
+            return f(*args, **kwargs)
+        except KubeError as e:
+            raise click.ClickException(str(e)) from e
+        except OSError as e:
+            raise click.ClickException(f"{e.filename or ''}: {e.strerror or e}") from e
+    return wrapper
+
+
+@main.command()
+@click.option("--hostname", required=True, help="Target node name.")
+@click.option("--kubeconfig", default=os.path.expanduser("~/.kube/config"), show_default=True, help="Admin kubeconfig.")
+@click.option("--namespace", default="nodemanager", show_default=True)
+@click.option("--ttl", default="1h", show_default=True, help="Lifetime of the temporary credential.")
+@click.option("--out", type=click.Path(dir_okay=False), help="Write the kubeconfig here (0600, atomically) instead of stdout.")
+@_kube_errors
+def token(hostname, kubeconfig, namespace, ttl, out) -> None:
+    """Issue a short-lived bootstrap kubeconfig for a node."""
+    from nodemanager.bootstrap.credentials import node_kubeconfig, write_kubeconfig
+
+    text, granted = node_kubeconfig(kubeconfig, hostname, namespace, int(_duration(ttl)))
+    if out:
+        write_kubeconfig(out, text)
+        click.echo(f"wrote {out} (valid {granted / 3600:.2f} h)", err=True)
+    else:
+        click.echo(text, nl=False)
+
+
+@main.command()
+@click.option("--bootstrap-kubeconfig", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Short-lived (from `token`) or admin kubeconfig.")
+@click.option("--kubeconfig", default=_default_node_kubeconfig, show_default="/etc/nodemanager/kubeconfig; FreeBSD /usr/local/etc/nodemanager/kubeconfig",
+              help="Where to write the permanent kubeconfig.")
+@click.option("--namespace", default="nodemanager", show_default=True)
+@click.option("--hostname", help="Node name (default: this host's name; must match the one used in `token`).")
+@click.option("--token-ttl", default="8760h", show_default=True, help="Lifetime of the long-lived token.")
+@_kube_errors
+def bootstrap(bootstrap_kubeconfig, kubeconfig, namespace, hostname, token_ttl) -> None:
+    """Exchange a bootstrap kubeconfig for this node's long-lived kubeconfig."""
+    from nodemanager.bootstrap.credentials import node_kubeconfig, write_kubeconfig
+    from nodemanager.host.labels import hostname as this_host
+
+    text, granted = node_kubeconfig(bootstrap_kubeconfig, hostname or this_host(), namespace, int(_duration(token_ttl)))
+    write_kubeconfig(kubeconfig, text)
+    click.echo(f"wrote {kubeconfig} (valid {granted / 86400:.1f} days); the bootstrap kubeconfig can be deleted", err=True)
 
 
 if __name__ == "__main__":

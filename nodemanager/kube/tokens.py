@@ -1,0 +1,72 @@
+"""Service-account tokens through the TokenRequest API, and kubeconfigs that carry them."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+
+from nodemanager.kube.errors import translate
+
+
+def request_token(api: client.ApiClient, namespace: str, service_account: str, seconds: int) -> tuple[str, dt.datetime]:
+    """A new token for ``service_account`` valid for ``seconds``; (token, expiration)."""
+    body = client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=seconds))
+    try:
+        result = client.CoreV1Api(api).create_namespaced_service_account_token(service_account, namespace, body)
+    except ApiException as e:
+        raise translate(e) from e
+    return result.status.token, result.status.expiration_timestamp
+
+
+def cluster_of(kubeconfig: str) -> tuple[str, str]:
+    """(server, base64 CA data) of a kubeconfig's current context."""
+    loader = config.kube_config.KubeConfigLoader(config_dict=yaml.safe_load(Path(kubeconfig).read_text()),
+                                                 config_base_path=str(Path(kubeconfig).resolve().parent))
+    cluster = loader._cluster  # the current context's cluster entry
+    server = cluster["server"]
+    if "certificate-authority-data" in cluster:
+        ca = cluster["certificate-authority-data"]
+    elif "certificate-authority" in cluster:
+        path = Path(cluster["certificate-authority"])
+        path = path if path.is_absolute() else Path(kubeconfig).resolve().parent / path
+        ca = base64.b64encode(path.read_bytes()).decode()
+    else:
+        ca = ""
+    return server, ca
+
+
+def client_for(kubeconfig: str) -> client.ApiClient:
+    return config.new_client_from_config(kubeconfig)
+
+
+def token_kubeconfig(server: str, ca_data: str, namespace: str, user: str, token: str) -> dict[str, Any]:
+    cluster: dict[str, Any] = {"server": server}
+    if ca_data:
+        cluster["certificate-authority-data"] = ca_data
+    return {
+        "apiVersion": "v1", "kind": "Config", "current-context": user,
+        "clusters": [{"name": "nodemanager", "cluster": cluster}],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [{"name": user, "context": {"cluster": "nodemanager", "user": user, "namespace": namespace}}],
+    }
+
+
+def token_of(kubeconfig: str) -> str | None:
+    """The bearer token of a kubeconfig's current user, if it uses one."""
+    data = yaml.safe_load(Path(kubeconfig).read_text()) or {}
+    current = next((c["context"] for c in data.get("contexts", []) if c["name"] == data.get("current-context")), {})
+    user = next((u["user"] for u in data.get("users", []) if u["name"] == current.get("user")), {})
+    return user.get("token")
+
+
+def claims(token: str) -> dict[str, Any]:
+    """The JWT's claims, unverified: only to read iat/exp/sub of our own token."""
+    payload = token.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
