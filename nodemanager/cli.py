@@ -172,14 +172,16 @@ def _progress(result: TaskResult) -> None:
 @_hostname_option
 @click.option("--check", is_flag=True, help="Report what would change; change nothing.")
 @click.option("--diff", is_flag=True, help="Show file differences (never for Secret-fed files).")
-def apply(files, node_labels, os_id, hostname, check, diff) -> None:
+@click.option("--fast-path/--no-fast-path", default=True, show_default=True,
+              help="Skip tasks a plain-Python check proves converged; --no-fast-path sends every task to Ansible.")
+def apply(files, node_labels, os_id, hostname, check, diff, fast_path) -> None:
     """Apply ConfigSet files to this host now (local mode, no cluster)."""
-    from nodemanager.executor.run import execute
+    from nodemanager.executor.run import apply as apply_plan
 
     local = _local_plan(files, node_labels, os_id, hostname, show_secrets=True)
     show_progress = sys.stderr.isatty() or diff
     try:
-        run = execute(local.plan, check=check, diff=diff, on_result=_progress if show_progress else None)
+        run = apply_plan(local.plan, fast=fast_path, check=check, diff=diff, on_result=_progress if show_progress else None)
     except ExecutorError as e:
         raise click.ClickException(str(e)) from e
     summaries = summarize(local.desired, run.results, local.errors)

@@ -20,7 +20,7 @@ from nodemanager.api import ConfigSet, InvalidObject, Node
 from nodemanager.desired.merge import merge
 from nodemanager.desired.select import matches, select
 from nodemanager.desired.templates import TemplateData, render_templates
-from nodemanager.executor.run import RunResult, execute
+from nodemanager.executor.run import RunResult, apply
 from nodemanager.executor.summary import summarize
 from nodemanager.playbook.build import build
 
@@ -55,7 +55,7 @@ def _invalid_matching(raw: Mapping[str, Any], labels: Mapping[str, str]) -> str 
 class Reconciler:
     def __init__(self, *, name: str, managed_labels: Mapping[str, str], family: str, store: StateStore,
                  metrics: Metrics, agent_version: str, observe: Callable[[], Mapping[str, Any]],
-                 run: Callable[..., RunResult] = execute, clock: Callable[[], str] | None = None):
+                 run: Callable[..., RunResult] = apply, clock: Callable[[], str] | None = None):
         self.name, self.managed_labels, self.family = name, dict(managed_labels), family
         self.store, self.metrics, self.agent_version = store, metrics, agent_version
         self.observe, self.run = observe, run
@@ -93,9 +93,10 @@ class Reconciler:
         if full or changed:
             to_run = plan if full else plan.only(changed)
             started = time.monotonic()
-            self.metrics.ansible_runs.inc()
             run_result = self.run(to_run)
-            self.metrics.apply_duration.observe(time.monotonic() - started)
+            if run_result.ansible:
+                self.metrics.ansible_runs.inc()
+                self.metrics.apply_duration.observe(time.monotonic() - started)
             self.metrics.record_results(run_result.results)
             failed_ids = {r.resource for r in run_result.results if r.status == "failed"}
             ran_ids = {o.resource for o in to_run.origins.values()} if full else changed
@@ -133,7 +134,8 @@ class Reconciler:
                 self.metrics.apply_total.labels(o.name, "failed" if o.errors else "success").inc()
                 if not o.errors:
                     self.metrics.last_apply.labels(o.name).set(time.time())
-        self.metrics.reconciles.labels("failed" if failed else ("applied" if run_result else "unchanged")).inc()
+        outcome = "failed" if failed else ("applied" if run_result and run_result.ansible else "unchanged")
+        self.metrics.reconciles.labels(outcome).inc()
 
         self.applied.snapshot = snap
         self.store.save(self.applied)
@@ -141,11 +143,11 @@ class Reconciler:
                          previous=(snap.node or {}).get("status") or {}, generation=(snap.node.get("metadata") or {}).get("generation", 0),
                          now=now)
         event = None
-        if run_result:
+        if run_result and (run_result.ansible or failed):
             changed_count = len(run_result.changed())
             if failed:
                 event = ("ApplyFailed", "; ".join(f"{o.name}: {'; '.join(o.errors)}" for o in outcomes if o.errors), True)
             else:
                 event = ("Applied", f"{len(merged.configsets)} ConfigSets applied, {changed_count} tasks changed", False)
-        return Result(status, ran=run_result is not None, failed=failed,
+        return Result(status, ran=bool(run_result and run_result.ansible), failed=failed,
                       requeue_after=RETRY_AFTER_FAILURE if failed else None, event=event)

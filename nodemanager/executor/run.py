@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import logging
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import ansible_runner
 
-from nodemanager.executor import config
+from nodemanager.executor import config, probe
 from nodemanager.executor.events import TaskResult, to_result
 from nodemanager.playbook.build import Plan
 from nodemanager.playbook.dump import to_yaml
@@ -22,6 +22,7 @@ class RunResult:
     status: str  # ansible-runner's words: successful | failed | timeout | canceled
     rc: int
     results: tuple[TaskResult, ...] = field(default=())
+    ansible: bool = True  # whether Ansible ran at all (the fast path may find nothing to do)
 
     @property
     def failed(self) -> bool:
@@ -31,9 +32,31 @@ class RunResult:
         return [r for r in self.results if r.status == "changed"]
 
 
+def apply(plan: Plan, *, fast: bool = True, on_result: Callable[[TaskResult], None] | None = None,
+          **kwargs) -> RunResult:
+    """Apply ``plan``: tasks the fast path proves converged are reported ok without Ansible;
+    the rest (and every handler they notify) run through Ansible. ``fast=False`` runs it all."""
+    if not fast:
+        return execute(plan, on_result=on_result, **kwargs)
+    done = probe.converged_tasks(plan)
+    skipped = []
+    for name in sorted(done):
+        origin = plan.origins[name]
+        result = TaskResult(name, origin.resource, origin.configsets, "ok", module="probe")
+        skipped.append(result)
+        if on_result:
+            on_result(result)
+    rest = replace(plan, playbook=[{**play, "tasks": [t for t in play["tasks"] if t["name"] not in done]}
+                                   for play in plan.playbook])
+    if not any(play["tasks"] for play in rest.playbook):
+        return RunResult("successful", 0, tuple(skipped), ansible=False)
+    ran = execute(rest, on_result=on_result, **kwargs)
+    return replace(ran, results=tuple(skipped) + ran.results)
+
+
 def execute(plan: Plan, *, check: bool = False, diff: bool = False, work_dir: str | None = None,
             on_result: Callable[[TaskResult], None] | None = None, keep_dir: bool = False) -> RunResult:
-    """Apply ``plan`` on this host. ``on_result`` sees each task outcome as it happens."""
+    """Run ``plan`` through ansible-runner. ``on_result`` sees each task outcome as it happens."""
     config.check_modules(config.modules_of(plan.playbook))
     private = config.private_dir(work_dir)
     results: list[TaskResult] = []
