@@ -61,6 +61,7 @@ class Reconciler:
         self.observe, self.run = observe, run
         self.clock = clock or (lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         self.applied: Applied = store.load()
+        self._observed: Mapping[str, Any] | None = None
 
     def labels(self, node: Mapping[str, Any]) -> dict[str, str]:
         return {**((node.get("metadata") or {}).get("labels") or {}), **self.managed_labels}
@@ -113,7 +114,8 @@ class Reconciler:
             s = summaries[cs.name]
             errors = [f"{rid}: {msg}" for rid, msg in s.failures]
             if run_result and run_result.status != "successful" and not s.failures and full:
-                errors.append(f"ansible-runner ended {run_result.status} (rc {run_result.rc})")
+                errors.append(f"ansible-runner ended {run_result.status} (rc {run_result.rc})"
+                              + (f": {run_result.message}" if run_result.message else ""))
             key = f"{cs.name}@{cs.resource_version}"
             if not errors and key not in self.applied.applied_at and (run_result or not changed):
                 self.applied.applied_at[key] = now
@@ -139,7 +141,9 @@ class Reconciler:
 
         self.applied.snapshot = snap
         self.store.save(self.applied)
-        status = compute(observed=self.observe(), agent_version=self.agent_version, outcomes=outcomes,
+        if full or self._observed is None:  # the host's facts are re-read with each drift check only
+            self._observed = self.observe()
+        status = compute(observed=self._observed, agent_version=self.agent_version, outcomes=outcomes,
                          previous=(snap.node or {}).get("status") or {}, generation=(snap.node.get("metadata") or {}).get("generation", 0),
                          now=now)
         event = None

@@ -9,7 +9,7 @@ from typing import Callable
 
 import ansible_runner
 
-from nodemanager.executor import config, probe
+from nodemanager.executor import config, native, probe
 from nodemanager.executor.events import TaskResult, to_result
 from nodemanager.playbook.build import Plan
 from nodemanager.playbook.dump import to_yaml
@@ -23,6 +23,7 @@ class RunResult:
     rc: int
     results: tuple[TaskResult, ...] = field(default=())
     ansible: bool = True  # whether Ansible ran at all (the fast path may find nothing to do)
+    message: str = ""  # why the run failed when no task did (Ansible could not start or parse)
 
     @property
     def failed(self) -> bool:
@@ -32,26 +33,54 @@ class RunResult:
         return [r for r in self.results if r.status == "changed"]
 
 
-def apply(plan: Plan, *, fast: bool = True, on_result: Callable[[TaskResult], None] | None = None,
-          **kwargs) -> RunResult:
-    """Apply ``plan``: tasks the fast path proves converged are reported ok without Ansible;
-    the rest (and every handler they notify) run through Ansible. ``fast=False`` runs it all."""
+def apply(plan: Plan, *, fast: bool = True, check: bool = False, diff: bool = False,
+          on_result: Callable[[TaskResult], None] | None = None, **kwargs) -> RunResult:
+    """Apply ``plan`` with the fast path: tasks proven converged are reported ok, changed file
+    content and directories are written natively, and only the rest, with the handlers the
+    native writes notified, go to Ansible. ``fast=False`` sends every task to Ansible."""
     if not fast:
-        return execute(plan, on_result=on_result, **kwargs)
-    done = probe.converged_tasks(plan)
-    skipped = []
-    for name in sorted(done):
-        origin = plan.origins[name]
-        result = TaskResult(name, origin.resource, origin.configsets, "ok", module="probe")
-        skipped.append(result)
+        return execute(plan, check=check, diff=diff, on_result=on_result, **kwargs)
+    local: list[TaskResult] = []
+
+    def report(result: TaskResult) -> None:
+        local.append(result)
         if on_result:
             on_result(result)
-    rest = replace(plan, playbook=[{**play, "tasks": [t for t in play["tasks"] if t["name"] not in done]}
-                                   for play in plan.playbook])
-    if not any(play["tasks"] for play in rest.playbook):
-        return RunResult("successful", 0, tuple(skipped), ansible=False)
-    ran = execute(rest, on_result=on_result, **kwargs)
-    return replace(ran, results=tuple(skipped) + ran.results)
+
+    handled = probe.converged_tasks(plan)
+    for name in sorted(handled):
+        origin = plan.origins[name]
+        report(TaskResult(name, origin.resource, origin.configsets, "ok", module="probe"))
+    notified: set[str] = set()
+    for play in plan.playbook:
+        for task in play["tasks"]:
+            if task["name"] in handled:
+                continue
+            try:
+                done = native.try_native(task, plan.origins[task["name"]], check=check, diff=diff)
+            except OSError as e:
+                log.info("native write of %s left to Ansible: %s", task["name"], e)
+                done = None
+            if done:
+                handled.add(task["name"])
+                report(done.result)
+                notified.update(done.notify)
+
+    plays = []
+    for play in plan.playbook:
+        handlers = play.get("handlers", [])
+        # Handlers of natively changed files run as plain tasks, after everything else.
+        forced = [h for h in handlers if notified & set(h.get("listen", ()))]
+        tasks = [t for t in play["tasks"] if t["name"] not in handled]
+        tasks += [{k: v for k, v in h.items() if k != "listen"} for h in forced]
+        rest = {**play, "tasks": tasks, "handlers": [h for h in handlers if h not in forced]}
+        if not rest["handlers"]:
+            del rest["handlers"]
+        plays.append(rest)
+    if not any(play["tasks"] for play in plays):
+        return RunResult("successful", 0, tuple(local), ansible=False)
+    ran = execute(replace(plan, playbook=plays), check=check, diff=diff, on_result=on_result, **kwargs)
+    return replace(ran, results=tuple(local) + ran.results)
 
 
 def execute(plan: Plan, *, check: bool = False, diff: bool = False, work_dir: str | None = None,
@@ -89,9 +118,21 @@ def execute(plan: Plan, *, check: bool = False, diff: bool = False, work_dir: st
             suppress_env_files=True,
             settings={"suppress_ansible_output": True},
         )
-        return RunResult(runner.status, runner.rc if runner.rc is not None else -1, tuple(results))
+        message = _startup_error(runner) if runner.status != "successful" and not results else ""
+        return RunResult(runner.status, runner.rc if runner.rc is not None else -1, tuple(results), message=message)
     finally:
         if keep_dir:
             log.info("private data dir kept at %s", private)
         else:
             shutil.rmtree(private, ignore_errors=True)
+
+
+def _startup_error(runner) -> str:
+    """Ansible's own words when it failed before any task ran: no task output exists yet, so
+    nothing of the host's files can be in them."""
+    try:
+        lines = [line.strip() for line in runner.stdout.read().splitlines() if line.strip()]
+    except (OSError, AttributeError):
+        return ""
+    errors = [line for line in lines if "ERROR" in line]
+    return " ".join(errors or lines[-3:])[:500]

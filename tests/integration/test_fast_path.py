@@ -8,7 +8,7 @@ import pytest
 from nodemanager.api import ConfigSet
 from nodemanager.desired.merge import merge
 from nodemanager.executor.probe import converged_tasks
-from nodemanager.executor.run import apply
+from nodemanager.executor.run import apply, execute
 from nodemanager.playbook.build import build
 
 pytestmark = pytest.mark.ansible
@@ -56,6 +56,21 @@ def test_drift_is_detected_and_fixed(tmp_path, drift):
     DRIFTS[drift](tmp_path)
     assert converged_tasks(plan) != set(t for t in plan.origins if not plan.origins[t].handler)
     fixed = apply(plan)
-    assert fixed.ansible and not fixed.failed and fixed.changed()
+    assert not fixed.failed and fixed.changed()
     assert not apply(plan).ansible  # converged again
+    # Ansible itself agrees nothing is left to change, whichever path fixed the drift.
+    assert execute(plan).changed() == []
     assert Path(f"{tmp_path}/keep").read_text() == "the host's own\n"
+
+
+def test_native_write_still_runs_the_subscribed_handler_through_ansible(tmp_path):
+    log = tmp_path / "handler.log"
+    spec = {"files": [{"path": f"{tmp_path}/a.conf", "content": "v1\n", "mode": "0600"}],
+            "executions": [{"command": "/bin/sh", "args": ["-c", f"echo ran >> {log}"], "subscribe_files": [f"{tmp_path}/a.conf"]}]}
+    plan = build(merge([ConfigSet.from_dict({"metadata": {"name": "h"}, "spec": spec})]), "debian", "n")
+    first = apply(plan)
+    assert [r.module for r in first.results if r.resource.startswith("file:")] == ["native"]
+    assert first.ansible and log.read_text() == "ran\n"
+    assert oct(os.stat(f"{tmp_path}/a.conf").st_mode & 0o777) == "0o600"
+    again = apply(plan)
+    assert not again.ansible and log.read_text() == "ran\n"  # nothing changed, the handler does not run
