@@ -78,7 +78,7 @@ class Daemon:
         release = osinfo.read_os_release()
         system = osinfo.kube_os()
         self.managed_labels = host_labels.node_labels(self.name, release, osinfo.kube_arch(), system, opts.node_labels)
-        self.clients = ClientFactory(opts.kubeconfig)
+        self.clients = ClientFactory(opts.kubeconfig, on_request=lambda m: self.metrics.api_requests.labels(m).inc())
         self.node_client = NodeClient(self.clients, opts.namespace, self.name)
         self.store = StateStore(opts.state_dir)
         self.reconciler = Reconciler(

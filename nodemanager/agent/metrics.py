@@ -27,6 +27,8 @@ class Metrics:
         self.ansible_runs = Counter("nodemanager_ansible_runs", "Ansible runs started.", registry=r)
         self.informer_lists = Counter("nodemanager_informer_lists", "Full lists per kind (first sync and relists).",
                                       ["kind"], registry=r)
+        self.api_requests = Counter("nodemanager_api_requests", "Requests sent to the API server by method.",
+                                    ["method"], registry=r)
         self.status_writes = Counter("nodemanager_status_writes", "ManagedNode status patches.", registry=r)
 
     def record_results(self, results) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
+from typing import Callable
 
 from kubernetes import client, config
 
@@ -23,8 +24,9 @@ def in_cluster() -> bool:
 class ClientFactory:
     """Hands out an ApiClient for the current credentials; reloads when the kubeconfig changes."""
 
-    def __init__(self, kubeconfig: str | None):
+    def __init__(self, kubeconfig: str | None, on_request: Callable[[str], None] | None = None):
         self.kubeconfig = kubeconfig
+        self.on_request = on_request
         self._lock = threading.Lock()
         self._mtime: float | None = None
         self._client: client.ApiClient | None = None
@@ -47,10 +49,18 @@ class ClientFactory:
                     fresh = client.ApiClient(configuration)
                 else:
                     raise FileNotFoundError(f"kubeconfig {self.kubeconfig} not found and not running in a pod")
+                if self.on_request:
+                    fresh.request = self._counted(fresh.request)
                 old, self._client, self._mtime = self._client, fresh, stamp
                 if old is not None:
                     old.close()
             return self._client
+
+    def _counted(self, request):
+        def counted(method, *args, **kwargs):
+            self.on_request(method)
+            return request(method, *args, **kwargs)
+        return counted
 
     def close(self) -> None:
         with self._lock:

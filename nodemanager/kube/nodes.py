@@ -32,6 +32,7 @@ def rfc3339(t: dt.datetime) -> str:
 class NodeClient:
     def __init__(self, clients: ClientFactory, namespace: str, name: str):
         self.clients, self.namespace, self.name = clients, namespace, name
+        self._lease: client.V1Lease | None = None
 
     def _custom(self) -> client.CustomObjectsApi:
         return client.CustomObjectsApi(self.clients.get())
@@ -84,19 +85,27 @@ class NodeClient:
             log.warning("could not record event %s: %s", reason, e)
 
     def renew_lease(self, duration_seconds: int = 40) -> None:
-        """Create or renew the coordination.k8s.io Lease named after the node (liveness)."""
+        """Create or renew the coordination.k8s.io Lease named after the node (liveness).
+
+        The Lease last written is kept, so a renewal is one request (as the kubelet does); a
+        conflict or a missing Lease falls back to read-then-write."""
         api = client.CoordinationV1Api(self.clients.get())
         stamp = dt.datetime.now(dt.timezone.utc)
-        spec = client.V1LeaseSpec(holder_identity=self.name, lease_duration_seconds=duration_seconds, renew_time=stamp)
+        lease = self._lease
         try:
-            lease = api.read_namespaced_lease(self.name, self.namespace)
+            if lease is None:
+                lease = api.read_namespaced_lease(self.name, self.namespace)
             lease.spec.renew_time = stamp
             lease.spec.holder_identity = self.name
             lease.spec.lease_duration_seconds = duration_seconds
-            api.replace_namespaced_lease(self.name, self.namespace, lease, field_manager=FIELD_MANAGER)
+            self._lease = api.replace_namespaced_lease(self.name, self.namespace, lease, field_manager=FIELD_MANAGER)
         except ApiException as e:
+            self._lease = None
+            if e.status == 409:
+                return  # someone else wrote it since: re-read on the next beat
             if e.status != 404:
                 raise translate(e) from e
-            spec.acquire_time = stamp
+            spec = client.V1LeaseSpec(holder_identity=self.name, lease_duration_seconds=duration_seconds,
+                                      renew_time=stamp, acquire_time=stamp)
             body = client.V1Lease(metadata=client.V1ObjectMeta(name=self.name, namespace=self.namespace), spec=spec)
-            api.create_namespaced_lease(self.namespace, body, field_manager=FIELD_MANAGER)
+            self._lease = api.create_namespaced_lease(self.namespace, body, field_manager=FIELD_MANAGER)

@@ -79,19 +79,16 @@ class PacmanEnv:
         return path.read_text().strip() if path.exists() else None
 
 
-@pytest.fixture
-def pacman_repo(tmp_path) -> PacmanRepo:
+def make_repo(tmp_path: Path, packages: tuple[str, ...] = (PACKAGE,)) -> PacmanRepo:
     repo = tmp_path / "repo"
     repo.mkdir()
     r = PacmanRepo(tmp_path, repo)
-    r.publish("1.0-1")
-    r.publish("1.0-1", name="nmtest-base")
-    r.publish("1.0-1", name="nmtest-dep")
+    for name in (*packages, "nmtest-base", "nmtest-dep"):
+        r.publish("1.0-1", name=name)
     return r
 
 
-@pytest.fixture
-def pacman_env(tmp_path, pacman_repo) -> PacmanEnv:
+def make_env(tmp_path: Path, pacman_repo: PacmanRepo) -> PacmanEnv:
     conf = tmp_path / "pacman.conf"
     conf.write_text(
         "[options]\nArchitecture = auto\nSigLevel = Never\nLocalFileSigLevel = Never\n\n"
@@ -106,3 +103,13 @@ def pacman_env(tmp_path, pacman_repo) -> PacmanEnv:
         installed = env.run("pacman", "-S", "--noconfirm", *extra, name)
         assert installed.returncode == 0, installed.stderr
     return env
+
+
+@pytest.fixture
+def pacman_repo(tmp_path) -> PacmanRepo:
+    return make_repo(tmp_path)
+
+
+@pytest.fixture
+def pacman_env(tmp_path, pacman_repo) -> PacmanEnv:
+    return make_env(tmp_path, pacman_repo)
