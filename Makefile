@@ -66,5 +66,9 @@ install:
 run: venv collections
 	$(NM) run --kubeconfig $${KUBECONFIG:-$$HOME/.kube/config}
 
+# bin/nodemanager: one runnable file (zipapp) with every Python dependency, skeletons and collections.
+build: venv collections
+	$(PY) deploy/build.py bin/nodemanager
+
 clean:
 	rm -rf $(VENV) bin build demo collections/ansible_collections

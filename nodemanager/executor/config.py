@@ -48,8 +48,9 @@ def envvars(private: Path) -> dict[str, str]:
 
 
 def ansible_bin_dir() -> str:
-    """ansible-playbook lives beside the interpreter running nodemanager (its venv)."""
-    return str(Path(sys.executable).parent)
+    """ansible-playbook lives beside the interpreter running nodemanager (its venv), or where
+    the single-file build unpacked its own."""
+    return os.environ.get("NODEMANAGER_ANSIBLE_BIN") or str(Path(sys.executable).parent)
 
 
 def modules_of(playbook: list[dict]) -> set[str]:
