@@ -136,7 +136,9 @@ class Reconciler:
                 self.metrics.apply_total.labels(o.name, "failed" if o.errors else "success").inc()
                 if not o.errors:
                     self.metrics.last_apply.labels(o.name).set(time.time())
-        outcome = "failed" if failed else ("applied" if run_result and run_result.ansible else "unchanged")
+        # Something was done when Ansible ran or the fast path wrote natively.
+        acted = bool(run_result and (run_result.ansible or run_result.changed()))
+        outcome = "failed" if failed else ("applied" if acted else "unchanged")
         self.metrics.reconciles.labels(outcome).inc()
 
         self.applied.snapshot = snap
@@ -147,7 +149,7 @@ class Reconciler:
                          previous=(snap.node or {}).get("status") or {}, generation=(snap.node.get("metadata") or {}).get("generation", 0),
                          now=now)
         event = None
-        if run_result and (run_result.ansible or failed):
+        if run_result and (acted or failed):
             changed_count = len(run_result.changed())
             if failed:
                 event = ("ApplyFailed", "; ".join(f"{o.name}: {'; '.join(o.errors)}" for o in outcomes if o.errors), True)

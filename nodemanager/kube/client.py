@@ -50,7 +50,7 @@ class ClientFactory:
                 else:
                     raise FileNotFoundError(f"kubeconfig {self.kubeconfig} not found and not running in a pod")
                 if self.on_request:
-                    fresh.request = self._counted(fresh.request)
+                    fresh.rest_client.request = self._counted(fresh.rest_client.request)
                 old, self._client, self._mtime = self._client, fresh, stamp
                 if old is not None:
                     old.close()
