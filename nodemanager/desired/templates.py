@@ -44,26 +44,49 @@ class TemplateError(Exception):
         super().__init__(message)
 
 
+class Binary:
+    """A Secret value that is not UTF-8 text. Printing it is an error: it reaches a file only
+    through an explicit filter (``b64encode``, ``hex``)."""
+
+    def __init__(self, data: bytes):
+        self.data = data
+
+    def __str__(self) -> str:
+        raise ValueError("binary Secret value: write it through a filter (b64encode, hex)")
+
+
+def _bytes(value: str | bytes | Binary) -> bytes:
+    if isinstance(value, Binary):
+        return value.data
+    return value.encode() if isinstance(value, str) else value
+
+
 def _b64decode(value: str) -> str:
     return base64.b64decode(value).decode("utf-8")
 
 
-def _b64encode(value: str | bytes) -> str:
-    return base64.b64encode(value.encode() if isinstance(value, str) else value).decode()
+def _b64encode(value: str | bytes | Binary) -> str:
+    return base64.b64encode(_bytes(value)).decode()
+
+
+def _hex(value: str | bytes | Binary) -> str:
+    return _bytes(value).hex()
 
 
 def _environment() -> SandboxedEnvironment:
     env = SandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
     env.filters["b64decode"] = _b64decode
     env.filters["b64encode"] = _b64encode
+    env.filters["hex"] = _hex
     return env
 
 
 _ENV = _environment()
 
 
-def _merge_refs(refs: tuple[Ref, ...], source: Mapping[str, Mapping[str, str]], kind: str, decode: bool) -> dict[str, str]:
-    merged: dict[str, str] = {}
+def _merge_refs(refs: tuple[Ref, ...], source: Mapping[str, Mapping[str, str]], kind: str,
+                decode: bool) -> dict[str, str | Binary]:
+    merged: dict[str, str | Binary] = {}
     for ref in refs:
         data = source.get(ref.name)
         if data is None:
@@ -75,9 +98,13 @@ def _merge_refs(refs: tuple[Ref, ...], source: Mapping[str, Mapping[str, str]], 
             value = data[key]
             if decode:
                 try:
-                    value = base64.b64decode(value).decode("utf-8")
-                except (binascii.Error, UnicodeDecodeError):
-                    raise KeyError(f"{kind} {ref.name!r} key {key!r} is binary; read it with a filter") from None
+                    raw = base64.b64decode(value)
+                except binascii.Error:
+                    raise KeyError(f"{kind} {ref.name!r} key {key!r} is not valid base64") from None
+                try:
+                    value = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    value = Binary(raw)
             merged[key] = value
     return merged
 

@@ -35,6 +35,13 @@ def test_node_data_configmaps_and_secrets():
     assert contents["/c"].text == "pw=s3cret" and contents["/c"].secret
 
 
+def test_binary_secret_values_only_through_an_explicit_filter():
+    _, contents, failures = render({"path": "/k", "template": "{{ node.secrets.blob | b64encode }} {{ node.secrets.blob | hex }}",
+                                    "secretRefs": [{"name": "db"}]})
+    assert failures == {}
+    assert contents["/k"].text == "/wA= ff00" and contents["/k"].secret
+
+
 def test_nodes_are_sorted_by_name():
     _, contents, _ = render({"path": "/etc/hosts", "template":
                              "{% for n in nodes %}{{ n.status.interfaces.eth0.ipv4[0] }} {{ n.name }}\n{% endfor %}"})
@@ -46,7 +53,8 @@ def test_nodes_are_sorted_by_name():
     ({"path": "/x", "template": "{% for %}"}, "spec.files[0].template: template syntax error line 1"),
     ({"path": "/x", "template": "{{ node.secrets.k }}", "secretRefs": [{"name": "missing"}]}, "Secret 'missing' not found"),
     ({"path": "/x", "template": "{{ 1 }}", "secretRefs": [{"name": "db", "key": "nokey"}]}, "Secret 'db' has no key 'nokey'"),
-    ({"path": "/x", "template": "{{ 1 }}", "secretRefs": [{"name": "db", "key": "blob"}]}, "is binary; read it with a filter"),
+    ({"path": "/x", "template": "{{ node.secrets.blob }}", "secretRefs": [{"name": "db", "key": "blob"}]},
+     "binary Secret value: write it through a filter"),
     ({"path": "/x", "template": "{{ ''.__class__.__mro__ }}"}, "spec.files[0].template:"),
 ])
 def test_failures_name_the_field_and_leave_the_file_out(file, words):
