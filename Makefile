@@ -66,6 +66,10 @@ install:
 run: venv collections
 	$(NM) run --kubeconfig $${KUBECONFIG:-$$HOME/.kube/config}
 
+# The speed benchmarks (bench/README.md); BENCH=enforce|idle|daemon|fanout runs one.
+bench: deps venv collections controlplane
+	$(PY) bench/run.py $(BENCH)
+
 # bin/nodemanager: one runnable file (zipapp) with every Python dependency, skeletons and collections.
 build: venv collections
 	$(PY) deploy/build.py bin/nodemanager
