@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Iterable
 
 from nodemanager.executor.errors import MissingModules
+from nodemanager.playbook.build import module_of
 
 COLLECTIONS_PATH = Path(os.environ.get("NODEMANAGER_COLLECTIONS_PATH", Path(__file__).resolve().parents[2] / "collections"))
-# Task keys that are keywords, not module names.
-_KEYWORDS = {"name", "listen", "notify", "ignore_errors", "no_log", "diff", "when", "tags", "vars"}
 
 
 def private_dir(parent: str | None = None) -> Path:
@@ -57,7 +56,9 @@ def modules_of(playbook: list[dict]) -> set[str]:
     found = set()
     for play in playbook:
         for task in [*play.get("tasks", []), *play.get("handlers", [])]:
-            found.update(k for k in task if k not in _KEYWORDS and k.count(".") == 2)
+            module, _ = module_of(task)
+            if module.count(".") == 2:
+                found.add(module)
     return found
 
 

@@ -19,14 +19,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
-from nodemanager.playbook.build import Plan
-
-_KEYWORDS = {"name", "listen", "notify", "ignore_errors", "no_log", "diff"}
-
-
-def _module(task: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    (module,) = [k for k in task if k not in _KEYWORDS]
-    return module, task[module]
+from nodemanager.playbook.build import Plan, module_of
 
 
 def _attrs_match(st: os.stat_result, params: dict[str, Any]) -> bool:
@@ -152,7 +145,7 @@ def converged_tasks(plan: Plan) -> set[str]:
     done = set()
     for play in plan.playbook:
         for task in play["tasks"]:
-            module, params = _module(task)
+            module, params = module_of(task)
             probe = probes.get(module)
             try:
                 if probe and probe(params):

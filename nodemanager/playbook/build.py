@@ -21,6 +21,14 @@ from nodemanager.playbook import platforms
 from nodemanager.playbook.dump import Unsafe
 
 REDACTED = "<redacted: from a Secret; render --show-secrets to see it>"
+# Task keys that are Ansible keywords; the one other key of a task is its module.
+TASK_KEYWORDS = frozenset({"name", "listen", "notify", "ignore_errors", "no_log", "diff", "when", "tags", "vars"})
+
+
+def module_of(task: Mapping[str, Any]) -> tuple[str, Any]:
+    """The module a task calls and its parameters."""
+    (module,) = [k for k in task if k not in TASK_KEYWORDS]
+    return module, task[module]
 
 
 @dataclass(frozen=True)

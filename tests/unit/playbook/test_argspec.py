@@ -9,10 +9,9 @@ import pytest
 
 from nodemanager.api import ConfigSet
 from nodemanager.desired.merge import merge
-from nodemanager.playbook.build import build
+from nodemanager.playbook.build import build, module_of
 from tests.unit.playbook.argspec import validate
 
-_KEYWORDS = {"name", "listen", "notify", "ignore_errors", "no_log", "diff"}
 
 SPEC = {
     "packages": [{"name": "vim"}, {"name": "curl", "ensure": "latest"}, {"name": "nano", "ensure": "absent"},
@@ -31,8 +30,8 @@ def module_calls(fam, spec=SPEC):
     plan = build(merge([ConfigSet.from_dict({"metadata": {"name": "cs"}, "spec": spec})]), fam, "n")
     play = plan.playbook[0]
     for task in play["tasks"] + play.get("handlers", []):
-        (module,) = [k for k in task if k not in _KEYWORDS]
-        yield task["name"], module, task[module]
+        module, params = module_of(task)
+        yield task["name"], module, params
 
 
 @pytest.mark.argspec
