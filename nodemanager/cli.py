@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import sys
 
 import click
 
 from nodemanager import __version__
+from nodemanager.api import parse_duration
 from nodemanager.executor.errors import ExecutorError
 from nodemanager.executor.events import TaskResult
 from nodemanager.executor.summary import summarize
@@ -65,12 +65,10 @@ class JsonFormatter(logging.Formatter):
 
 
 def _duration(text: str) -> float:
-    """'30m', '1h30m', '45s', '8760h' -> seconds."""
-    parts = re.findall(r"(\d+(?:\.\d+)?)(h|m|s|ms)", text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        raise click.BadParameter(f"{text!r} is not a duration such as 30m, 1h or 45s")
-    unit = {"h": 3600, "m": 60, "s": 1, "ms": 0.001}
-    return sum(float(n) * unit[u] for n, u in parts)
+    try:
+        return parse_duration(text)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
 
 
 def _run_options(f):

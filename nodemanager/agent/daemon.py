@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodemanager import __version__
+from nodemanager.api import parse_duration
 from nodemanager.agent.health import serve_health, serve_metrics
 from nodemanager.agent.metrics import Metrics
 from nodemanager.agent.reconcile import Reconciler
@@ -181,8 +182,16 @@ class Daemon:
         log.info("reconciled in %.3f s (ran ansible: %s, failed: %s)", time.monotonic() - started, result.ran, result.failed)
         return True, result.requeue_after
 
-    def _drift_delay(self) -> float:
-        return self.opts.drift_check_interval * random.uniform(0.9, 1.1)
+    def _drift_period(self) -> float:
+        """The ManagedNode's spec.reconcilePeriod when set, else --drift-check-interval."""
+        me = self.informers["self"].get(self.name) or {}
+        text = (me.get("spec") or {}).get("reconcilePeriod")
+        if text:
+            try:
+                return parse_duration(text)
+            except ValueError as e:  # the CRD validates it; an older CRD may not
+                log.warning("spec.reconcilePeriod: %s; using --drift-check-interval", e)
+        return self.opts.drift_check_interval
 
     def run(self) -> None:
         signal.signal(signal.SIGTERM, lambda *_: self.shutdown())
@@ -198,10 +207,14 @@ class Daemon:
             self._thread("token-renewer", self.opts.token_renewer.run, self.stop)
 
         next_drift = time.monotonic()  # the first reconcile checks everything
+        last_full, period, jitter = next_drift, self._drift_period(), 1.0
         requeue_at: float | None = None
         waiting_for_cache = False
         self.dirty.mark("start", full=True)
         while not self.stop.is_set():
+            if self._drift_period() != period:  # spec.reconcilePeriod changed: count from the last check
+                period = self._drift_period()
+                next_drift = last_full + period * jitter
             deadlines = ([] if waiting_for_cache else [next_drift]) + ([requeue_at] if requeue_at else [])
             self.dirty.wait(max(0.0, min(deadlines) - time.monotonic()) if deadlines else None)
             if self.stop.is_set():
@@ -217,7 +230,8 @@ class Daemon:
                 self.dirty.full = self.dirty.full or full  # the cache will mark dirty once synced
                 continue
             if full:
-                next_drift = time.monotonic() + self._drift_delay()
+                last_full, period, jitter = time.monotonic(), self._drift_period(), random.uniform(0.9, 1.1)
+                next_drift = last_full + period * jitter
             requeue_at = time.monotonic() + requeue if requeue else None
         for server in servers:
             if server:

@@ -15,10 +15,11 @@ from nodemanager.api.configset import (
     Requirement,
     Service,
 )
+from nodemanager.api.duration import parse_duration
 from nodemanager.api.errors import FieldError, InvalidObject
 from nodemanager.api.node import Node
 
 __all__ = [
     "ConfigSet", "Execution", "Node", "File", "FieldError", "InvalidObject", "LabelSelector", "Notify",
-    "Package", "Ref", "Requirement", "Service",
+    "Package", "Ref", "Requirement", "Service", "parse_duration",
 ]

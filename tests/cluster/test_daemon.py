@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import time
 import uuid
 
 import pytest
@@ -183,6 +184,20 @@ def test_sighup_forces_a_full_run(api_client, namespace, host, agent, tmp_path):
     target.write_text("edited by hand\n")
     agent.signal(signal.SIGHUP)
     eventually(lambda: target.read_text() == "wanted\n", timeout=60, message="drift corrected after SIGHUP")
+
+
+def test_node_reconcile_period_sets_the_drift_check_interval(api_client, namespace, host, agent, tmp_path):
+    target = tmp_path / "drift"
+    put_configset(api_client, namespace, "drift", for_host(host, [{"path": str(target), "content": "wanted\n"}]))
+    applied(api_client, namespace, host, "drift")
+    target.write_text("edited by hand\n")
+    time.sleep(3)
+    assert target.read_text() == "edited by hand\n"  # the agent's own interval is 30 m: nothing looks yet
+    custom(api_client).patch_namespaced_custom_object(GROUP, VERSION, namespace, "managednodes", host,
+                                                      {"spec": {"reconcilePeriod": "2s"}})
+    eventually(lambda: target.read_text() == "wanted\n", timeout=30, message="drift corrected by the node's period")
+    target.write_text("edited again\n")
+    eventually(lambda: target.read_text() == "wanted\n", timeout=30, message="and again, every period")
 
 
 def test_apiserver_restart_misses_no_change_and_expired_watch_relists(control_plane, api_client, namespace, host, agent, tmp_path):
