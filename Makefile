@@ -26,8 +26,10 @@ demo: venv collections
 	$(NM) apply -f examples/demo.yaml
 
 # System packages the tests use: etcd for the control plane, Debian's pacman for the real
-# package-manager tests, openssl for certificates. Installed only when missing (needs root).
-DEBS := etcd-server pacman-package-manager libarchive-tools zstd openssh-client iproute2 openssl
+# package-manager tests, openssl for certificates, debootstrap and systemd-nspawn for the real
+# systemd service tests. Installed only when missing (needs root).
+DEBS := etcd-server pacman-package-manager libarchive-tools zstd openssh-client iproute2 openssl \
+        debootstrap systemd-container
 deps:
 	@missing=$$(for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \

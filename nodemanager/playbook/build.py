@@ -22,7 +22,7 @@ from nodemanager.playbook.dump import Unsafe
 
 REDACTED = "<redacted: from a Secret; render --show-secrets to see it>"
 # Task keys that are Ansible keywords; the one other key of a task is its module.
-TASK_KEYWORDS = frozenset({"name", "listen", "notify", "ignore_errors", "no_log", "diff", "when", "tags", "vars"})
+TASK_KEYWORDS = frozenset({"name", "listen", "notify", "ignore_errors", "no_log", "diff", "when", "register", "tags", "vars"})
 
 
 def module_of(task: Mapping[str, Any]) -> tuple[str, Any]:
@@ -109,6 +109,11 @@ def _topic(path: str) -> str:
     return f"nodemanager changed {path}"
 
 
+def _started_var(service: str) -> str:
+    """The variable a service's start task registers: an identifier whatever the name."""
+    return "nodemanager_started_" + hashlib.sha256(service.encode()).hexdigest()[:12]
+
+
 class _Builder:
     def __init__(self, desired: DesiredState, family: str, contents: Mapping[str, Rendered], show_secrets: bool):
         self.desired = desired
@@ -118,10 +123,11 @@ class _Builder:
         self.origins: dict[str, TaskOrigin] = {}
         self.errors: dict[str, str] = {}
         self.listened: set[str] = set()
+        self.restartable: set[str] = set()  # resources with a restart handler
 
     def task(self, resource: Resource, module_call: dict[str, Any], *, label: str | None = None,
              secret: bool = False, handler: bool = False, listen: list[str] | None = None,
-             notify: list[str] | None = None) -> dict[str, Any]:
+             notify: list[str] | None = None, register: str | None = None, when: str | None = None) -> dict[str, Any]:
         owners = " + ".join(resource.configsets)
         name = f"{owners} | {label or resource.kind + ' ' + resource.key}"
         self.origins[name] = TaskOrigin(resource.id, resource.configsets, handler, secret)
@@ -130,6 +136,10 @@ class _Builder:
             task["listen"] = [Unsafe(t) for t in listen]
         if notify:
             task["notify"] = [Unsafe(t) for t in notify]
+        if register:
+            task["register"] = register
+        if when:
+            task["when"] = when
         # One failing resource must not stop the others; its failure is still reported.
         task["ignore_errors"] = True
         if secret:
@@ -177,7 +187,15 @@ class _Builder:
             tasks.append(self.task(r, call, label=f"service {s.name} arguments", notify=notify))
         if s.ensure is not None or s.enable is not None:
             state = sk["states"][s.ensure] if s.ensure else None
-            tasks.append(self.task(r, fill(sk["task"], {"name": s.name, "state": state, "enable": s.enable})))
+            if r.id not in self.restartable or s.ensure != "running":
+                tasks.append(self.task(r, fill(sk["task"], {"name": s.name, "state": state, "enable": s.enable})))
+                return tasks
+            # Started apart from enabled, so the restart handler can tell a service this run
+            # started (already on the new configuration: no restart) from one it only enabled.
+            tasks.append(self.task(r, fill(sk["task"], {"name": s.name, "state": state}), register=_started_var(s.name)))
+            if s.enable is not None:
+                tasks.append(self.task(r, fill(sk["task"], {"name": s.name, "enable": s.enable}),
+                                       label=f"service {s.name} enabled"))
         return tasks
 
     def execution(self, r: Resource, e: Execution, *, handler: bool) -> dict[str, Any]:
@@ -190,8 +208,9 @@ class _Builder:
         listen = [_topic(p) for p in s.subscribe_files]
         if s.arguments is not None:
             listen.append(_topic(f"args of {s.name}"))
+        started = _started_var(s.name)
         return self.task(r, fill(sk["restart"], {"name": s.name}), label=f"restart service {s.name}",
-                         handler=True, listen=listen)
+                         handler=True, listen=listen, when=f"not ({started} is defined and {started} is changed)")
 
     # -- the play ------------------------------------------------------------------------
 
@@ -207,6 +226,7 @@ class _Builder:
                 handlers.append(self.restart(r, s))
         for h in handlers:
             self.listened.update(h["listen"])
+        self.restartable = {self.origins[h["name"]].resource for h in handlers}
 
         tasks: list[dict[str, Any]] = []
         for r in self.desired.resources:
