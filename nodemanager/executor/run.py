@@ -36,8 +36,9 @@ class RunResult:
 def apply(plan: Plan, *, fast: bool = True, check: bool = False, diff: bool = False,
           on_result: Callable[[TaskResult], None] | None = None, **kwargs) -> RunResult:
     """Apply ``plan`` with the fast path: tasks proven converged are reported ok, changed file
-    content and directories are written natively, and only the rest, with the handlers the
-    native writes notified, go to Ansible. ``fast=False`` sends every task to Ansible."""
+    content and directories are written natively, executions run natively while nothing before
+    them is left to Ansible, and only the rest, with the handlers the native writes notified,
+    go to Ansible (in play order). ``fast=False`` sends every task to Ansible."""
     if not fast:
         return execute(plan, check=check, diff=diff, on_result=on_result, **kwargs)
     local: list[TaskResult] = []
@@ -52,27 +53,35 @@ def apply(plan: Plan, *, fast: bool = True, check: bool = False, diff: bool = Fa
         origin = plan.origins[name]
         report(TaskResult(name, origin.resource, origin.configsets, "ok", module="probe"))
     notified: set[str] = set()
+    left_to_ansible = False  # once a task is, later executions must wait for it: order matters
+
+    def natively(task: dict) -> bool:
+        try:
+            done = native.try_native(task, plan.origins[task["name"]], check=check, diff=diff, commands=not left_to_ansible)
+        except OSError as e:
+            log.info("native write of %s left to Ansible: %s", task["name"], e)
+            done = None
+        if done:
+            handled.add(task["name"])
+            report(done.result)
+            notified.update(done.notify)
+        return bool(done)
+
     for play in plan.playbook:
         for task in play["tasks"]:
-            if task["name"] in handled:
-                continue
-            try:
-                done = native.try_native(task, plan.origins[task["name"]], check=check, diff=diff)
-            except OSError as e:
-                log.info("native write of %s left to Ansible: %s", task["name"], e)
-                done = None
-            if done:
-                handled.add(task["name"])
-                report(done.result)
-                notified.update(done.notify)
+            if task["name"] not in handled and not natively(task):
+                left_to_ansible = True
+        # Handlers of natively changed files run after every task, in their own order.
+        for handler in play.get("handlers", []):
+            if notified & set(handler.get("listen", ())) and not natively(handler):
+                left_to_ansible = True
 
     plays = []
     for play in plan.playbook:
         handlers = play.get("handlers", [])
-        # Handlers of natively changed files run as plain tasks, after everything else.
         forced = [h for h in handlers if notified & set(h.get("listen", ()))]
         tasks = [t for t in play["tasks"] if t["name"] not in handled]
-        tasks += [{k: v for k, v in h.items() if k != "listen"} for h in forced]
+        tasks += [{k: v for k, v in h.items() if k != "listen"} for h in forced if h["name"] not in handled]
         rest = {**play, "tasks": tasks, "handlers": [h for h in handlers if h not in forced]}
         if not rest["handlers"]:
             del rest["handlers"]

@@ -63,14 +63,43 @@ def test_drift_is_detected_and_fixed(tmp_path, drift):
     assert Path(f"{tmp_path}/keep").read_text() == "the host's own\n"
 
 
-def test_native_write_still_runs_the_subscribed_handler_through_ansible(tmp_path):
+def plan_of(spec: dict):
+    return build(merge([ConfigSet.from_dict({"metadata": {"name": "h"}, "spec": spec})]), "debian", "n")
+
+
+def test_native_write_and_its_subscribed_execution_need_no_ansible(tmp_path):
     log = tmp_path / "handler.log"
-    spec = {"files": [{"path": f"{tmp_path}/a.conf", "content": "v1\n", "mode": "0600"}],
-            "executions": [{"command": "/bin/sh", "args": ["-c", f"echo ran >> {log}"], "subscribe_files": [f"{tmp_path}/a.conf"]}]}
-    plan = build(merge([ConfigSet.from_dict({"metadata": {"name": "h"}, "spec": spec})]), "debian", "n")
+    plan = plan_of({"files": [{"path": f"{tmp_path}/a.conf", "content": "v1\n", "mode": "0600"}],
+                    "executions": [{"command": "/bin/sh", "args": ["-c", f"pwd > {tmp_path}/cwd; echo ran >> {log}"],
+                                    "subscribe_files": [f"{tmp_path}/a.conf"]}]})
     first = apply(plan)
-    assert [r.module for r in first.results if r.resource.startswith("file:")] == ["native"]
-    assert first.ansible and log.read_text() == "ran\n"
+    assert not first.failed and not first.ansible
+    assert sorted((r.resource.split(":")[0], r.module, r.status) for r in first.results) == [
+        ("execution", "native", "changed"), ("file", "native", "changed")]
+    assert log.read_text() == "ran\n"
+    assert (tmp_path / "cwd").read_text() == "/\n"  # chdir: / as the playbook says
     assert oct(os.stat(f"{tmp_path}/a.conf").st_mode & 0o777) == "0o600"
     again = apply(plan)
     assert not again.ansible and log.read_text() == "ran\n"  # nothing changed, the handler does not run
+
+
+def test_execution_after_a_task_left_to_ansible_waits_for_it(tmp_path):
+    # A new symlink is Ansible's to make; the execution after it depends on it, so it runs after,
+    # through Ansible, and the handler of the natively written file too.
+    link, log = tmp_path / "link", tmp_path / "log"
+    plan = plan_of({"files": [{"path": f"{tmp_path}/a.conf", "content": "v1\n"},
+                              {"path": str(link), "ensure": "symlink", "target": f"{tmp_path}/a.conf"}],
+                    "executions": [{"command": "/bin/sh", "args": ["-c", f"test -L {link} && echo seen >> {log}"]},
+                                   {"command": "/bin/sh", "args": ["-c", f"echo handler >> {log}"],
+                                    "subscribe_files": [f"{tmp_path}/a.conf"]}]})
+    result = apply(plan)
+    assert not result.failed and result.ansible, [(r.task, r.status, r.message) for r in result.results]
+    assert log.read_text() == "seen\nhandler\n"
+
+
+def test_failing_native_execution_is_reported_with_its_output(tmp_path):
+    plan = plan_of({"executions": [{"command": "/bin/sh", "args": ["-c", "echo broken >&2; exit 3"]}]})
+    result = apply(plan)
+    (r,) = result.results
+    assert result.failed and not result.ansible
+    assert r.status == "failed" and r.message == "/bin/sh -c echo broken >&2; exit 3 exited 3: broken"

@@ -78,7 +78,7 @@ def test_subscriptions_become_handlers_executions_first():
     assert [x["name"] for x in h] == ["cs | execution /bin/reload", "cs | restart service svc"]
     assert h[1]["ansible.builtin.service"] == {"name": "svc", "state": "restarted"}
     assert all(x["listen"] == ["nodemanager changed /etc/a.conf"] for x in h)
-    assert t[-1]["ansible.builtin.command"] == {"argv": ["/bin/always"]}
+    assert t[-1]["ansible.builtin.command"] == {"argv": ["/bin/always"], "chdir": "/"}
     # Started apart from enabled; the restart is skipped when this run just started the service.
     start, enable = (x for x in t if "ansible.builtin.service" in x)
     assert start["ansible.builtin.service"] == {"name": "svc", "state": "started"}
