@@ -7,8 +7,6 @@ import shutil
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-import ansible_runner
-
 from nodemanager.executor import config, native, probe
 from nodemanager.executor.events import TaskResult, to_result
 from nodemanager.playbook.build import Plan
@@ -95,6 +93,8 @@ def apply(plan: Plan, *, fast: bool = True, check: bool = False, diff: bool = Fa
 def execute(plan: Plan, *, check: bool = False, diff: bool = False, work_dir: str | None = None,
             on_result: Callable[[TaskResult], None] | None = None, keep_dir: bool = False) -> RunResult:
     """Run ``plan`` through ansible-runner. ``on_result`` sees each task outcome as it happens."""
+    import ansible_runner  # here, not at the top: an agent the fast path serves never pays for it
+
     config.check_modules(config.modules_of(plan.playbook))
     private = config.private_dir(work_dir)
     results: list[TaskResult] = []
