@@ -29,6 +29,7 @@ from nodemanager.kube import watches
 from nodemanager.kube.client import ClientFactory
 from nodemanager.kube.informer import Backoff, Informer
 from nodemanager.kube.nodes import NodeClient
+from nodemanager.kube.notify import NOTIFIED_AT, NOTIFIED_BY, Notifier
 from nodemanager.playbook import platforms
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,7 @@ class Daemon:
         self.managed_labels = host_labels.node_labels(self.name, release, osinfo.kube_arch(), system, opts.node_labels)
         self.clients = ClientFactory(opts.kubeconfig, on_request=lambda m: self.metrics.api_requests.labels(m).inc())
         self.node_client = NodeClient(self.clients, opts.namespace, self.name)
+        self.notifier = Notifier(self.clients)
         self.store = StateStore(opts.state_dir)
         self.reconciler = Reconciler(
             name=self.name, managed_labels=self.managed_labels, family=platforms.family(release.id, release.id_like),
@@ -178,9 +180,24 @@ class Daemon:
             if result.event:
                 reason, message, warning = result.event
                 self.node_client.event(reason, message, warning=warning, uid=snap.node.get("metadata", {}).get("uid"))
+            self._notify(result.notify, snap.node.get("metadata", {}).get("uid"))
         self.ready.set()
         log.info("reconciled in %.3f s (ran ansible: %s, failed: %s)", time.monotonic() - started, result.ran, result.failed)
         return True, result.requeue_after
+
+    def _notify(self, configsets, uid: str | None) -> None:
+        """Annotate each ConfigSet's spec.notifies[] targets; a failure is a Warning Event naming the field."""
+        for cs in configsets:
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            annotations = {NOTIFIED_AT: stamp, NOTIFIED_BY: f"{self.name}/{cs.name}@{cs.resource_version}"}
+            for i, target in enumerate(cs.notifies):
+                try:
+                    self.notifier.annotate(target.api_version, target.kind, target.name,
+                                           target.namespace or self.opts.namespace, annotations)
+                except Exception as e:  # one target failing does not stop the others
+                    message = f"{cs.name}: spec.notifies[{i}] {target.kind}/{target.name}: {e}"
+                    log.warning("notify failed: %s", message)
+                    self.node_client.event("NotifyFailed", message, warning=True, uid=uid)
 
     def _drift_period(self) -> float:
         """The ManagedNode's spec.reconcilePeriod when set, else --drift-check-interval."""

@@ -35,6 +35,8 @@ class Result:
     failed: bool = False
     requeue_after: float | None = None
     event: tuple[str, str, bool] | None = None  # (reason, message, warning)
+    # ConfigSets whose spec.notifies[] are due: they changed something and applied cleanly.
+    notify: tuple[ConfigSet, ...] = ()
 
 
 def _invalid_matching(raw: Mapping[str, Any], labels: Mapping[str, str]) -> str | None:
@@ -155,5 +157,8 @@ class Reconciler:
                 event = ("ApplyFailed", "; ".join(f"{o.name}: {'; '.join(o.errors)}" for o in outcomes if o.errors), True)
             else:
                 event = ("Applied", f"{len(merged.configsets)} ConfigSets applied, {changed_count} tasks changed", False)
+        touched = {name for r in (run_result.changed() if run_result else ()) for name in r.configsets}
+        clean = {o.name for o in outcomes if not o.errors}
+        notify = tuple(cs for cs in merged.configsets if cs.notifies and cs.name in touched & clean)
         return Result(status, ran=bool(run_result and run_result.ansible), failed=failed,
-                      requeue_after=RETRY_AFTER_FAILURE if failed else None, event=event)
+                      requeue_after=RETRY_AFTER_FAILURE if failed else None, event=event, notify=notify)

@@ -200,6 +200,38 @@ def test_node_reconcile_period_sets_the_drift_check_interval(api_client, namespa
     eventually(lambda: target.read_text() == "wanted\n", timeout=30, message="and again, every period")
 
 
+def test_notifies_annotate_targets_after_a_change_only(api_client, namespace, host, agent, tmp_path):
+    core = client.CoreV1Api(api_client)
+    core.create_namespaced_config_map(namespace, client.V1ConfigMap(metadata=client.V1ObjectMeta(name=f"app-{host}")))
+    target = tmp_path / "app.conf"
+
+    def put(content):
+        spec = {**for_host(host, [{"path": str(target), "content": content}]),
+                "notifies": [{"apiVersion": "v1", "kind": "ConfigMap", "name": f"app-{host}"},
+                             {"apiVersion": "example.com/v1", "kind": "Nowhere", "name": "x"}]}
+        return put_configset(api_client, namespace, f"notify-{host}", spec)["metadata"]["resourceVersion"]
+
+    def annotations():
+        return core.read_namespaced_config_map(f"app-{host}", namespace).metadata.annotations or {}
+
+    rv = put("v1\n")
+    applied(api_client, namespace, host, f"notify-{host}", rv)
+    first = eventually(lambda: annotations().get("nodemanager.io/notified-by") == f"{host}/notify-{host}@{rv}" and annotations(),
+                       timeout=30, message="target annotated")
+    events = eventually(lambda: [e for e in core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={host}").items
+                                 if e.reason == "NotifyFailed"], timeout=30, message="NotifyFailed event")
+    assert "spec.notifies[1] Nowhere/x" in events[0].message and events[0].type == "Warning"
+
+    unchanged = agent.metric("nodemanager_reconcile_total", 'outcome="unchanged"')
+    agent.signal(signal.SIGHUP)  # a full check that changes nothing notifies nobody
+    eventually(lambda: agent.metric("nodemanager_reconcile_total", 'outcome="unchanged"') > unchanged, timeout=30)
+    assert annotations() == first
+
+    rv = put("v2\n")
+    eventually(lambda: annotations().get("nodemanager.io/notified-by") == f"{host}/notify-{host}@{rv}", timeout=30,
+               message="annotated again after the next change")
+
+
 def test_apiserver_restart_misses_no_change_and_expired_watch_relists(control_plane, api_client, namespace, host, agent, tmp_path):
     target = tmp_path / "after-restart"
     put_configset(api_client, namespace, "r", for_host(host, [{"path": str(target), "content": "1"}]))

@@ -1,0 +1,50 @@
+"""`spec.notifies[]`: annotate other objects after a ConfigSet changed something on this host.
+
+Any kind the API server serves can be a target, so the kind is resolved through discovery (the
+dynamic client, built once per credential). The annotations say which node applied which
+ConfigSet version and when; a controller or a person watching the target sees it change. The
+node's account needs `patch` on the targets: `nodemanager rbac` cannot know them, the admin
+grants it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Mapping
+
+from kubernetes import dynamic
+from kubernetes.client.rest import ApiException
+
+from nodemanager.kube.client import FIELD_MANAGER, ClientFactory
+from nodemanager.kube.errors import translate
+
+log = logging.getLogger(__name__)
+NOTIFIED_AT = "nodemanager.io/notified-at"
+NOTIFIED_BY = "nodemanager.io/notified-by"
+
+
+class Notifier:
+    def __init__(self, clients: ClientFactory):
+        self.clients = clients
+        self._dynamic: tuple[object, dynamic.DynamicClient] | None = None
+
+    def _client(self) -> dynamic.DynamicClient:
+        api = self.clients.get()
+        if self._dynamic is None or self._dynamic[0] is not api:  # credentials rotated: discover again
+            self._dynamic = (api, dynamic.DynamicClient(api))
+        return self._dynamic[1]
+
+    def annotate(self, api_version: str, kind: str, name: str, namespace: str | None,
+                 annotations: Mapping[str, str]) -> None:
+        """Merge ``annotations`` into the target's metadata; raises KubeError, or LookupError for
+        a kind the server does not serve."""
+        try:
+            resource = self._client().resources.get(api_version=api_version, kind=kind)
+        except (dynamic.exceptions.ResourceNotFoundError, dynamic.exceptions.ResourceNotUniqueError) as e:
+            raise LookupError(f"{api_version} {kind} is not served by the API server") from e
+        try:
+            resource.patch(body={"metadata": {"annotations": dict(annotations)}}, name=name,
+                           namespace=namespace if resource.namespaced else None,
+                           content_type="application/merge-patch+json", field_manager=FIELD_MANAGER)
+        except ApiException as e:  # the dynamic client's errors are ApiExceptions too
+            raise translate(e) from e
