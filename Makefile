@@ -27,7 +27,7 @@ demo: venv collections
 
 # System packages the tests use: etcd for the control plane, Debian's pacman for the real
 # package-manager tests, openssl for certificates, debootstrap and systemd-nspawn for the real
-# systemd service tests. Installed only when missing (needs root).
+# systemd and OpenRC service tests. Installed only when missing (needs root).
 DEBS := etcd-server pacman-package-manager libarchive-tools zstd openssh-client iproute2 openssl \
         debootstrap systemd-container
 deps:

@@ -20,6 +20,7 @@ from nodemanager.api import ConfigSet, InvalidObject, Node
 from nodemanager.desired.merge import merge
 from nodemanager.desired.select import matches, select
 from nodemanager.desired.templates import TemplateData, render_templates
+from nodemanager.executor.errors import ExecutorError
 from nodemanager.executor.run import RunResult, apply
 from nodemanager.executor.summary import summarize
 from nodemanager.playbook.build import build
@@ -92,11 +93,15 @@ class Reconciler:
         digests = plan.resource_digests()
         changed = {rid for rid, d in digests.items() if self.applied.digests.get(rid) != d}
 
-        run_result = None
+        run_result, involved = None, set()
         if full or changed:
             to_run = plan if full else plan.only(changed)
+            involved = {name for o in to_run.origins.values() for name in o.configsets}
             started = time.monotonic()
-            run_result = self.run(to_run)
+            try:
+                run_result = self.run(to_run)
+            except ExecutorError as e:  # Ansible could not start at all (missing module, no pty)
+                run_result = RunResult("failed", -1, (), ansible=False, message=str(e))
             if run_result.ansible:
                 self.metrics.ansible_runs.inc()
                 self.metrics.apply_duration.observe(time.monotonic() - started)
@@ -115,9 +120,10 @@ class Reconciler:
         for cs in merged.configsets:
             s = summaries[cs.name]
             errors = [f"{rid}: {msg}" for rid, msg in s.failures]
-            if run_result and run_result.status != "successful" and not s.failures and full:
+            if run_result and run_result.status != "successful" and not s.failures and cs.name in involved:
                 errors.append(f"ansible-runner ended {run_result.status} (rc {run_result.rc})"
-                              + (f": {run_result.message}" if run_result.message else ""))
+                              + (f": {run_result.message}" if run_result.message else "")
+                              if run_result.ansible else run_result.message)
             key = f"{cs.name}@{cs.resource_version}"
             if not errors and key not in self.applied.applied_at and (run_result or not changed):
                 self.applied.applied_at[key] = now

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from nodemanager.executor import config, native, probe
+from nodemanager.executor.errors import ExecutorError
 from nodemanager.executor.events import TaskResult, to_result
 from nodemanager.playbook.build import Plan
 from nodemanager.playbook.dump import to_yaml
@@ -114,19 +115,22 @@ def execute(plan: Plan, *, check: bool = False, diff: bool = False, work_dir: st
         (private / "inventory").mkdir()
         (private / "inventory" / "hosts").write_text("localhost ansible_connection=local\n")
         cmdline = " ".join(flag for flag, on in (("--check", check), ("--diff", diff)) if on)
-        runner = ansible_runner.run(
-            private_data_dir=str(private),
-            playbook="main.yml",
-            envvars=config.envvars(private),
-            cmdline=cmdline or None,
-            event_handler=handle,
-            # An explicit callback keeps ansible-runner from replacing the agent's SIGTERM handler;
-            # a run in progress always finishes, so no resource is left half-applied.
-            cancel_callback=lambda: False,
-            quiet=True,
-            suppress_env_files=True,
-            settings={"suppress_ansible_output": True},
-        )
+        try:
+            runner = ansible_runner.run(
+                private_data_dir=str(private),
+                playbook="main.yml",
+                envvars=config.envvars(private),
+                cmdline=cmdline or None,
+                event_handler=handle,
+                # An explicit callback keeps ansible-runner from replacing the agent's SIGTERM handler;
+                # a run in progress always finishes, so no resource is left half-applied.
+                cancel_callback=lambda: False,
+                quiet=True,
+                suppress_env_files=True,
+                settings={"suppress_ansible_output": True},
+            )
+        except OSError as e:  # no pseudo-terminal, no ansible-playbook: say so, not a traceback
+            raise ExecutorError(f"cannot start ansible-playbook: {e}") from e
         message = _startup_error(runner) if runner.status != "successful" and not results else ""
         return RunResult(runner.status, runner.rc if runner.rc is not None else -1, tuple(results), message=message)
     finally:

@@ -1,0 +1,167 @@
+"""Booted init systems for real service tests: systemd and OpenRC, each as PID 1 of its own machine.
+
+Roots are Debian minbase trees built once with debootstrap and cached under
+~/.cache/nodemanager/ keyed by suite and recipe; every machine boots a copy-on-write overlay
+(tmpfs upper layer), so the cached root stays clean. The test's Python and this checkout are
+bind-mounted read-only at their own paths, so nodemanager runs inside the machine exactly as on
+a host: `nsenter` into its namespaces, then `nodemanager apply` with the local connection.
+
+- systemd: `systemd-nspawn --register=no --keep-unit -b --volatile=overlay`.
+- OpenRC (Debian's openrc, the init of Alpine): `unshare` pid/mount/uts/ipc namespaces, an
+  overlay root, `pivot_root`, then `openrc-init` as PID 1. The cgroup hierarchy is never
+  mounted inside (no sysfs, rc_controller_cgroups=NO): the host's cgroups stay untouched.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Callable
+
+SUITE = "bookworm"
+MIRROR = os.environ.get("NODEMANAGER_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "nodemanager"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _openrc_for_containers(root: Path) -> None:
+    conf = root / "etc" / "rc.conf"
+    conf.write_text(conf.read_text() + '\nrc_sys="docker"\nrc_controller_cgroups="NO"\n')
+    for service in ("cgroups", "hwclock.sh", "procps"):  # need /sys, a clock or kernel tunables
+        (root / "etc" / "runlevels" / "sysinit" / service).unlink(missing_ok=True)
+
+
+# name -> (recipe version, packages, finishing step); bump the version when a recipe changes.
+# python3 brings the shared libraries the test's interpreter links against.
+RECIPES: dict[str, tuple[int, str, Callable[[Path], None] | None]] = {
+    "systemd": (1, "systemd,systemd-sysv,dbus,python3", None),
+    "openrc": (1, "openrc,python3,procps", _openrc_for_containers),
+}
+
+
+def cached_root(init: str) -> Path:
+    """The cached root for ``init``, built on first use (about a minute); fails saying why."""
+    version, packages, finish = RECIPES[init]
+    root = CACHE / f"{init}-{SUITE}-{version}"
+    if (root / "etc" / "os-release").exists():
+        return root
+    for tool in ("debootstrap", "nsenter", "unshare", *(["systemd-nspawn"] if init == "systemd" else [])):
+        if shutil.which(tool) is None:
+            raise RuntimeError(f"{tool} not found: `make deps` installs debootstrap and systemd-container")
+    CACHE.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{root.name}-", dir=CACHE))
+    try:
+        proc = subprocess.run(["debootstrap", "--variant=minbase", f"--include={packages}", SUITE, str(staging), MIRROR],
+                              capture_output=True, text=True, timeout=900)
+        if proc.returncode != 0:
+            raise RuntimeError(f"debootstrap failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+        if finish:
+            finish(staging)
+        staging.rename(root)  # atomic: a half-built root is never taken for a cached one
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return root
+
+
+# Run by `sh` in fresh namespaces: overlay root, bind mounts, pivot_root, then OpenRC as PID 1.
+_OPENRC_BOOT = r"""
+set -e
+base=$1 work=$2; shift 2
+mount -t tmpfs tmpfs "$work"
+mkdir "$work/upper" "$work/work" "$work/root"
+mount -t overlay overlay -o "lowerdir=$base,upperdir=$work/upper,workdir=$work/work" "$work/root"
+r="$work/root"
+for spec in "$@"; do
+  mode=${spec%%:*} path=${spec#*:}
+  mkdir -p "$r$path"
+  mount --bind "$path" "$r$path"
+  if [ "$mode" = ro ]; then mount -o remount,bind,ro "$r$path"; fi
+done
+mount -t proc proc "$r/proc"
+mount --rbind /dev "$r/dev"
+mount -t tmpfs tmpfs "$r/run"
+cd "$r" && mkdir -p oldroot && pivot_root . oldroot && umount -l /oldroot && rmdir /oldroot
+exec /sbin/openrc-init
+"""
+
+
+class Machine:
+    """One booted machine. ``shared`` is bind-mounted read-write at the same path inside."""
+
+    def __init__(self, init: str, shared: Path):
+        self.init, self.shared = init, shared
+        self.name = f"nmtest-{uuid.uuid4().hex[:8]}"
+        self.proc: subprocess.Popen | None = None
+        self.leader: int | None = None
+        self.console = shared / f"{self.name}.console"
+
+    def _argv(self) -> list[str]:
+        binds = [("ro", REPO), ("ro", Path(sys.base_prefix).resolve()), ("rw", self.shared)]
+        if self.init == "systemd":
+            return ["systemd-nspawn", "--register=no", "--keep-unit", "--quiet", "-b", "-D", str(cached_root("systemd")),
+                    "--volatile=overlay", f"--machine={self.name}",
+                    *(f"--bind-ro={p}" if mode == "ro" else f"--bind={p}" for mode, p in binds)]
+        work = self.shared / f"{self.name}.overlay"
+        work.mkdir()
+        return ["unshare", "--pid", "--mount", "--uts", "--ipc", "--fork", "--propagation", "private",
+                "sh", "-c", _OPENRC_BOOT, "boot", str(cached_root("openrc")), str(work),
+                *(f"{mode}:{p}" for mode, p in binds)]
+
+    def _booted(self) -> bool:
+        if self.init == "systemd":
+            return self.run("systemctl", "is-system-running").stdout.strip() in ("running", "degraded")
+        return self.path("/run/openrc/softlevel").exists() and self.run("rc-status", "--runlevel").stdout.strip() == "default"
+
+    def start(self, timeout: float = 90) -> "Machine":
+        with open(self.console, "wb") as console:
+            self.proc = subprocess.Popen(self._argv(), stdin=subprocess.DEVNULL, stdout=console, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.init} machine exited {self.proc.returncode}:\n{self._tail()}")
+            self.leader = self.leader or self._child()
+            if self.leader and self._booted():
+                return self
+            time.sleep(0.2)
+        raise TimeoutError(f"{self.init} machine did not boot in {timeout} s:\n{self._tail()}")
+
+    def _tail(self) -> str:
+        return self.console.read_text(errors="replace")[-3000:]
+
+    def _child(self) -> int | None:
+        """The machine's PID 1 as the host sees it: the launcher's child."""
+        for task in Path(f"/proc/{self.proc.pid}/task").iterdir():
+            children = (task / "children").read_text().split()
+            if children:
+                return int(children[0])
+        return None
+
+    def run(self, *argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
+        """Run a command inside the machine (all its namespaces, its root)."""
+        return subprocess.run(["nsenter", "-t", str(self.leader), "-m", "-u", "-i", "-n", "-p", "--", *argv],
+                              capture_output=True, text=True, timeout=timeout)
+
+    def path(self, inside: str) -> Path:
+        """A path inside the machine, as the host can read it."""
+        return Path(f"/proc/{self.leader}/root{inside}")
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        if self.init == "systemd":
+            os.kill(self.leader, signal.SIGRTMIN + 4)  # systemd: orderly poweroff
+        else:
+            os.kill(self.leader, signal.SIGKILL)  # PID 1 gone: the kernel ends the namespace, mounts go with it
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
