@@ -192,7 +192,7 @@ def apply(files, node_labels, os_id, hostname, check, diff, fast_path) -> None:
         for resource in s.conflicts:
             click.echo(f"  conflict {resource}: declared differently elsewhere; not applied")
     if run.status != "successful" and not any(r.status == "failed" for r in run.results):
-        click.echo(f"ansible-runner ended {run.status} (rc {run.rc}){': ' + run.message if run.message else ''}", err=True)
+        click.echo(run.breakdown(), err=True)
     if run.failed or local.loaded.errors or local.errors or local.desired.conflicts:
         sys.exit(1)
 

@@ -121,9 +121,7 @@ class Reconciler:
             s = summaries[cs.name]
             errors = [f"{rid}: {msg}" for rid, msg in s.failures]
             if run_result and run_result.status != "successful" and not s.failures and cs.name in involved:
-                errors.append(f"ansible-runner ended {run_result.status} (rc {run_result.rc})"
-                              + (f": {run_result.message}" if run_result.message else "")
-                              if run_result.ansible else run_result.message)
+                errors.append(run_result.breakdown())
             key = f"{cs.name}@{cs.resource_version}"
             if not errors and key not in self.applied.applied_at and (run_result or not changed):
                 self.applied.applied_at[key] = now

@@ -31,6 +31,12 @@ class RunResult:
     def changed(self) -> list[TaskResult]:
         return [r for r in self.results if r.status == "changed"]
 
+    def breakdown(self) -> str:
+        """Why the run failed as a whole, for when no single task did."""
+        if not self.ansible:
+            return self.message
+        return f"ansible-runner ended {self.status} (rc {self.rc})" + (f": {self.message}" if self.message else "")
+
 
 def apply(plan: Plan, *, fast: bool = True, check: bool = False, diff: bool = False,
           on_result: Callable[[TaskResult], None] | None = None, **kwargs) -> RunResult:
