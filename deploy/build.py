@@ -103,6 +103,7 @@ def build(out: Path) -> None:
         out.parent.mkdir(parents=True, exist_ok=True)
         partial = out.with_name(out.name + ".partial")
         zipapp.create_archive(app, partial, interpreter="/usr/bin/env python3", compressed=True)
+        partial.chmod(0o755)
         partial.rename(out)
     print(f"built {out} ({out.stat().st_size / 1e6:.1f} MB)")
 
