@@ -105,41 +105,49 @@ def _systemd_service(params: dict[str, Any]) -> bool:
     return state is not None or enabled is not None
 
 
+def _pacman_name(line: str) -> str | None:
+    return line.strip() or None  # `pacman -Qq`: one installed package per line
+
+
+def _dpkg_name(line: str) -> str | None:
+    # dpkg also lists packages removed with their conffiles kept ("config-files"): not installed.
+    status, _, name = line.partition(" ")
+    return name.strip() if status == "installed" else None
+
+
 class _Packages:
     """Installed packages, read once per run with one package-manager call."""
 
-    def __init__(self) -> None:
-        self._installed: dict[str, str] | None = None
+    def __init__(self, lister: list[str], name_of: Callable[[str], str | None]):
+        self.lister, self.name_of = lister, name_of
+        self._installed: set[str] | None = None
 
-    def installed(self, lister: list[str]) -> dict[str, str]:
+    def installed(self) -> set[str]:
         if self._installed is None:
-            self._installed = {}
-            if shutil.which(lister[0]):
-                proc = subprocess.run(lister, capture_output=True, text=True)
+            self._installed = set()
+            if shutil.which(self.lister[0]):
+                proc = subprocess.run(self.lister, capture_output=True, text=True)
                 if proc.returncode == 0:
-                    for line in proc.stdout.splitlines():
-                        parts = line.split()
-                        if len(parts) >= 2:
-                            self._installed[parts[0]] = parts[1]
+                    self._installed = {n for n in map(self.name_of, proc.stdout.splitlines()) if n}
         return self._installed
 
-    def converged(self, lister: list[str], params: dict[str, Any]) -> bool:
+    def converged(self, params: dict[str, Any]) -> bool:
         state, name = params.get("state"), str(params.get("name"))
         if state not in ("present", "absent") or "=" in name:
             return False  # latest and pinned versions need the package manager's own answer
-        installed = self.installed(lister)
-        return (name in installed) == (state == "present")
+        return (name in self.installed()) == (state == "present")
 
 
 def converged_tasks(plan: Plan) -> set[str]:
     """Names of the plan's tasks that would change nothing (handlers are never probed)."""
-    packages = _Packages()
+    pacman = _Packages(["pacman", "-Qq"], _pacman_name)
+    dpkg = _Packages(["dpkg-query", "-W", "-f", "${db:Status-Status} ${Package}\\n"], _dpkg_name)
     probes: dict[str, Callable[[dict[str, Any]], bool]] = {
         "ansible.builtin.copy": _copy,
         "ansible.builtin.file": _file,
         "nodemanager.core.purge": _purge,
-        "community.general.pacman": lambda p: packages.converged(["pacman", "-Q"], p),
-        "ansible.builtin.apt": lambda p: packages.converged(["dpkg-query", "-W", "-f", "${Package} ${Version}\\n"], p),
+        "community.general.pacman": pacman.converged,
+        "ansible.builtin.apt": dpkg.converged,
         "ansible.builtin.service": _systemd_service,
     }
     done = set()

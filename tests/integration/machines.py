@@ -41,7 +41,8 @@ def _openrc_for_containers(root: Path) -> None:
 # name -> (recipe version, packages, finishing step); bump the version when a recipe changes.
 # python3 brings the shared libraries the test's interpreter links against.
 RECIPES: dict[str, tuple[int, str, Callable[[Path], None] | None]] = {
-    "systemd": (1, "systemd,systemd-sysv,dbus,python3", None),
+    # python3-apt: ansible.builtin.apt respawns under the system Python that has the apt bindings.
+    "systemd": (2, "systemd,systemd-sysv,dbus,python3,python3-apt", None),
     "openrc": (1, "openrc,python3,procps", _openrc_for_containers),
 }
 
