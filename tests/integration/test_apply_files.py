@@ -141,7 +141,9 @@ def test_missing_collection_is_a_clear_error(tmp_path):
 
 def test_rendered_playbook_runs_as_is_with_ansible_playbook(tmp_path):
     cfg = write_configsets(tmp_path / "cs.yaml", {"name": "r", "spec": {"selector": ALL,
-        "files": [{"path": f"{tmp_path}/rendered.conf", "content": "{{ not templated }}\n"}]}})
+        "files": [{"path": f"{tmp_path}/rendered.conf", "content": "{{ not templated }}\n"}],
+        "executions": [{"command": "/bin/sh", "args": ["-c", f"pwd > {tmp_path}/handler-cwd"],
+                        "subscribe_files": [f"{tmp_path}/rendered.conf"]}]}})
     first, second = nm("render", "-f", str(cfg)), nm("render", "-f", str(cfg))
     assert first.returncode == 0, first.stderr
     assert first.stdout == second.stdout  # same input, same bytes
@@ -152,3 +154,4 @@ def test_rendered_playbook_runs_as_is_with_ansible_playbook(tmp_path):
                          text=True, env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(collections)}, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
     assert (tmp_path / "rendered.conf").read_text() == "{{ not templated }}\n"
+    assert (tmp_path / "handler-cwd").read_text() == "/\n"  # the handler ran, from / as the fast path runs it
