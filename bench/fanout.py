@@ -48,14 +48,18 @@ class HTTP:
         self.lock = asyncio.Lock()
 
     async def _connect(self) -> None:
-        self.reader, self.writer = await asyncio.open_connection(self.host, self.port, ssl=self.ctx, limit=2**22)
+        self.reader, self.writer = await asyncio.open_connection(
+            self.host, self.port, ssl=self.ctx, limit=2**22
+        )
 
     async def _send(self, method: str, path: str, body: dict | None, content_type: str) -> None:
         if self.writer is None:
             await self._connect()
         data = json.dumps(body).encode() if body is not None else b""
-        head = (f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\nAccept: application/json\r\n"
-                f"Content-Type: {content_type}\r\nContent-Length: {len(data)}\r\n\r\n")
+        head = (
+            f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\nAccept: application/json\r\n"
+            f"Content-Type: {content_type}\r\nContent-Length: {len(data)}\r\n\r\n"
+        )
         self.writer.write(head.encode() + data)
         await self.writer.drain()
         if self.on_request:
@@ -78,8 +82,13 @@ class HTTP:
         await self.reader.readline()
         return data
 
-    async def request(self, method: str, path: str, body: dict | None = None,
-                      content_type: str = "application/json") -> tuple[int, dict]:
+    async def request(
+        self,
+        method: str,
+        path: str,
+        body: dict | None = None,
+        content_type: str = "application/json",
+    ) -> tuple[int, dict]:
         async with self.lock:
             await self._send(method, path, body, content_type)
             status, headers = await self._head()
@@ -117,7 +126,9 @@ class SimAgent:
         self.requests = 0
         self.api = HTTP(host, port, ctx, self._count)
         self.watcher = HTTP(host, port, ctx, self._count)
-        self.reported: dict[str, float] = {}  # ConfigSet resourceVersion -> when its status write returned
+        self.reported: dict[
+            str, float
+        ] = {}  # ConfigSet resourceVersion -> when its status write returned
         self.lease: dict | None = None
         self.applied: dict[str, str] = {}
 
@@ -125,8 +136,12 @@ class SimAgent:
         self.requests += 1
 
     async def register(self) -> None:
-        body = {"apiVersion": "common.nodemanager/v1", "kind": "ManagedNode",
-                "metadata": {"name": self.name, "labels": self.labels}, "spec": {}}
+        body = {
+            "apiVersion": "common.nodemanager/v1",
+            "kind": "ManagedNode",
+            "metadata": {"name": self.name, "labels": self.labels},
+            "spec": {},
+        }
         status, reply = await self.api.request("POST", f"{BASE}/managednodes", body)
         if status not in (201, 409):
             raise RuntimeError(f"{self.name}: create ManagedNode: {status} {reply.get('message')}")
@@ -134,8 +149,17 @@ class SimAgent:
     async def renew_lease(self) -> None:
         now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
         if self.lease is None:
-            body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": self.name},
-                    "spec": {"holderIdentity": self.name, "leaseDurationSeconds": 40, "acquireTime": now, "renewTime": now}}
+            body = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": self.name},
+                "spec": {
+                    "holderIdentity": self.name,
+                    "leaseDurationSeconds": 40,
+                    "acquireTime": now,
+                    "renewTime": now,
+                },
+            }
             status, reply = await self.api.request("POST", LEASES, body)
         else:
             self.lease["spec"]["renewTime"] = now
@@ -143,7 +167,9 @@ class SimAgent:
         self.lease = reply if status in (200, 201) else None
 
     async def heartbeat(self) -> None:
-        await asyncio.sleep(LEASE_PERIOD * (hash(self.name) % 1000) / 1000)  # spread, as jitter does
+        await asyncio.sleep(
+            LEASE_PERIOD * (hash(self.name) % 1000) / 1000
+        )  # spread, as jitter does
         while True:
             await self.renew_lease()
             await asyncio.sleep(LEASE_PERIOD)
@@ -155,9 +181,16 @@ class SimAgent:
             return
         self.applied[configset.name] = rv
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        entries = [{"name": n, "resourceVersion": v, "lastApplied": stamp} for n, v in sorted(self.applied.items())]
-        status, reply = await self.api.request("PATCH", f"{BASE}/managednodes/{self.name}/status",
-                                               {"status": {"configsets": entries}}, "application/merge-patch+json")
+        entries = [
+            {"name": n, "resourceVersion": v, "lastApplied": stamp}
+            for n, v in sorted(self.applied.items())
+        ]
+        status, reply = await self.api.request(
+            "PATCH",
+            f"{BASE}/managednodes/{self.name}/status",
+            {"status": {"configsets": entries}},
+            "application/merge-patch+json",
+        )
         if status != 200:
             raise RuntimeError(f"{self.name}: status write: {status} {reply.get('message')}")
         self.reported[rv] = time.perf_counter()
@@ -167,8 +200,17 @@ class SimAgent:
         for item in listing["items"]:
             await self.on_configset(item)
         rv = listing["metadata"]["resourceVersion"]
-        while True:  # the server ends a watch after timeoutSeconds: resume from the last version seen
-            query = urlencode({"watch": "true", "allowWatchBookmarks": "true", "resourceVersion": rv, "timeoutSeconds": 330})
+        while (
+            True
+        ):  # the server ends a watch after timeoutSeconds: resume from the last version seen
+            query = urlencode(
+                {
+                    "watch": "true",
+                    "allowWatchBookmarks": "true",
+                    "resourceVersion": rv,
+                    "timeoutSeconds": 330,
+                }
+            )
             async for event in self.watcher.stream(f"{BASE}/configsets?{query}"):
                 rv = event["object"]["metadata"]["resourceVersion"]
                 if event["type"] in ("ADDED", "MODIFIED"):
@@ -195,7 +237,9 @@ async def measure(n: int, server: str, ctx: ssl.SSLContext, admin: HTTP) -> dict
     started = time.perf_counter()
     await _gather_bounded(a.register() for a in agents)
     await _gather_bounded(a.renew_lease() for a in agents)
-    tasks = [asyncio.create_task(a.run()) for a in agents] + [asyncio.create_task(a.heartbeat()) for a in agents]
+    tasks = [asyncio.create_task(a.run()) for a in agents] + [
+        asyncio.create_task(a.heartbeat()) for a in agents
+    ]
     try:
         status, cs = await admin.request("GET", f"{BASE}/configsets/fanout")
         first = cs["metadata"]["resourceVersion"]
@@ -210,15 +254,26 @@ async def measure(n: int, server: str, ctx: ssl.SSLContext, admin: HTTP) -> dict
 
         # The change: a new generation of the ConfigSet every agent selects.
         change_started = time.perf_counter()
-        status, changed = await admin.request("PATCH", f"{BASE}/configsets/fanout",
-                                              {"spec": {"files": [{"path": "/etc/fanout.conf", "content": f"{time.time()}\n"}]}},
-                                              "application/merge-patch+json")
+        status, changed = await admin.request(
+            "PATCH",
+            f"{BASE}/configsets/fanout",
+            {"spec": {"files": [{"path": "/etc/fanout.conf", "content": f"{time.time()}\n"}]}},
+            "application/merge-patch+json",
+        )
         new = changed["metadata"]["resourceVersion"]
         await _until(lambda: all(new in a.reported for a in agents), 600, tasks)
         latencies = sorted(a.reported[new] - change_started for a in agents)
-        status, nodes = await admin.request("GET", f"{BASE}/managednodes?labelSelector=bench%3Dfanout")
-        confirmed = sum(1 for node in nodes["items"]
-                        if any(e.get("resourceVersion") == new for e in node.get("status", {}).get("configsets", [])))
+        status, nodes = await admin.request(
+            "GET", f"{BASE}/managednodes?labelSelector=bench%3Dfanout"
+        )
+        confirmed = sum(
+            1
+            for node in nodes["items"]
+            if any(
+                e.get("resourceVersion") == new
+                for e in node.get("status", {}).get("configsets", [])
+            )
+        )
     finally:
         for t in tasks:
             t.cancel()
@@ -229,10 +284,16 @@ async def measure(n: int, server: str, ctx: ssl.SSLContext, admin: HTTP) -> dict
     await admin.request("DELETE", f"{BASE}/managednodes?labelSelector=bench%3Dfanout")
     await admin.request("DELETE", f"{LEASES}")
     log(f"N={n}: cleaned up")
-    return {"agents": n, "setup_seconds": setup, "all_reported_seconds": latencies[-1],
-            "median_seconds": statistics.median(latencies), "p99_seconds": latencies[int(0.99 * (n - 1))],
-            "confirmed_in_api": confirmed, "requests_per_agent_per_hour_at_rest": per_agent_hour,
-            "rest_window_seconds": REST_SECONDS}
+    return {
+        "agents": n,
+        "setup_seconds": setup,
+        "all_reported_seconds": latencies[-1],
+        "median_seconds": statistics.median(latencies),
+        "p99_seconds": latencies[int(0.99 * (n - 1))],
+        "confirmed_in_api": confirmed,
+        "requests_per_agent_per_hour_at_rest": per_agent_hour,
+        "rest_window_seconds": REST_SECONDS,
+    }
 
 
 def log(message: str) -> None:
@@ -254,10 +315,20 @@ async def run_all(cp) -> list[dict]:
     ctx = ssl.create_default_context(cafile=str(cp.ca))
     ctx.load_cert_chain(cp.pki / "admin.crt", cp.pki / "admin.key")
     admin = HTTP(urlsplit(cp.server).hostname, urlsplit(cp.server).port, ctx)
-    await admin.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
-    configset = {"apiVersion": "common.nodemanager/v1", "kind": "ConfigSet", "metadata": {"name": "fanout"},
-                 "spec": {"selector": {"matchLabels": {"bench": "fanout"}},
-                          "files": [{"path": "/etc/fanout.conf", "content": "v1\n"}]}}
+    await admin.request(
+        "POST",
+        "/api/v1/namespaces",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+    )
+    configset = {
+        "apiVersion": "common.nodemanager/v1",
+        "kind": "ConfigSet",
+        "metadata": {"name": "fanout"},
+        "spec": {
+            "selector": {"matchLabels": {"bench": "fanout"}},
+            "files": [{"path": "/etc/fanout.conf", "content": "v1\n"}],
+        },
+    }
     status, reply = await admin.request("POST", f"{BASE}/configsets", configset)
     if status != 201:
         raise RuntimeError(f"create ConfigSet: {status} {reply.get('message')}")
@@ -285,10 +356,25 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="nm-bench-") as tmp:
         cp = ControlPlane(Path(tmp) / "cp").start()
         try:
-            subprocess.run(["kubectl", "--kubeconfig", str(cp.kubeconfig), "apply", "-f", str(ROOT / "crds")],
-                           check=True, capture_output=True)
-            subprocess.run(["kubectl", "--kubeconfig", str(cp.kubeconfig), "wait", "--for=condition=Established",
-                            "--timeout=60s", "-f", str(ROOT / "crds")], check=True, capture_output=True)
+            subprocess.run(
+                ["kubectl", "--kubeconfig", str(cp.kubeconfig), "apply", "-f", str(ROOT / "crds")],
+                check=True,
+                capture_output=True,
+            )
+            subprocess.run(
+                [
+                    "kubectl",
+                    "--kubeconfig",
+                    str(cp.kubeconfig),
+                    "wait",
+                    "--for=condition=Established",
+                    "--timeout=60s",
+                    "-f",
+                    str(ROOT / "crds"),
+                ],
+                check=True,
+                capture_output=True,
+            )
             results = asyncio.run(run_all(cp))
         finally:
             cp.stop()

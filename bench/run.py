@@ -36,9 +36,19 @@ REPEATS = int(os.environ.get("BENCH_REPEATS", "5"))
 
 
 def machine() -> dict:
-    return {"cpus": os.cpu_count(), "python": platform.python_version(), "kernel": platform.release(),
-            "cpu": next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                         if line.startswith("model name")), "?")}
+    return {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "kernel": platform.release(),
+        "cpu": next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")
+            ),
+            "?",
+        ),
+    }
 
 
 def save(name: str, data: dict) -> None:
@@ -65,20 +75,43 @@ def bench_enforce() -> None:
         cs = tmp / "bench.yaml"
         cs.write_text(yaml.safe_dump(fifty(tmp / "root")))
         nm = [*env.prefix, str(BIN / "nodemanager")]
-        rendered = subprocess.run([str(BIN / "nodemanager"), "render", "--os", "arch", "-f", str(cs)],
-                                  capture_output=True, text=True, check=True).stdout
+        rendered = subprocess.run(
+            [str(BIN / "nodemanager"), "render", "--os", "arch", "-f", str(cs)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         playbook = tmp / "site.yml"
         playbook.write_text(rendered)
         timed([*nm, "apply", "--os", "arch", "-f", str(cs)])  # converge once, untimed
-        ansible_env = {"ANSIBLE_COLLECTIONS_PATH": str(ROOT / "collections"), "ANSIBLE_GATHERING": "explicit"}
-        runs: dict[str, list[float]] = {"nodemanager": [], "ansible-playbook": [], "nodemanager --no-fast-path": []}
+        ansible_env = {
+            "ANSIBLE_COLLECTIONS_PATH": str(ROOT / "collections"),
+            "ANSIBLE_GATHERING": "explicit",
+        }
+        runs: dict[str, list[float]] = {
+            "nodemanager": [],
+            "ansible-playbook": [],
+            "nodemanager --no-fast-path": [],
+        }
         for _ in range(REPEATS):  # interleaved, so drift of the machine hits all sides alike
             runs["nodemanager"].append(timed([*nm, "apply", "--os", "arch", "-f", str(cs)]))
-            runs["ansible-playbook"].append(timed([*env.prefix, str(BIN / "ansible-playbook"), str(playbook)], ansible_env))
-            runs["nodemanager --no-fast-path"].append(timed([*nm, "apply", "--no-fast-path", "--os", "arch", "-f", str(cs)]))
+            runs["ansible-playbook"].append(
+                timed([*env.prefix, str(BIN / "ansible-playbook"), str(playbook)], ansible_env)
+            )
+            runs["nodemanager --no-fast-path"].append(
+                timed([*nm, "apply", "--no-fast-path", "--os", "arch", "-f", str(cs)])
+            )
         medians = {k: statistics.median(v) for k, v in runs.items()}
-        save("enforce", {"resources": 50, "repeats": REPEATS, "median_seconds": medians, "runs": runs,
-                         "speedup_vs_ansible_playbook": medians["ansible-playbook"] / medians["nodemanager"]})
+        save(
+            "enforce",
+            {
+                "resources": 50,
+                "repeats": REPEATS,
+                "median_seconds": medians,
+                "runs": runs,
+                "speedup_vs_ansible_playbook": medians["ansible-playbook"] / medians["nodemanager"],
+            },
+        )
 
 
 def bench_idle() -> None:
@@ -96,12 +129,21 @@ def bench_idle() -> None:
             calls["ansible"] += result.ansible
             return result
 
-        r = Reconciler(name="bench", managed_labels={"kubernetes.io/hostname": "bench"}, family="debian",
-                       store=StateStore(str(tmp / "state")), metrics=Metrics(), agent_version="bench",
-                       observe=lambda: {}, run=counting_apply)
+        r = Reconciler(
+            name="bench",
+            managed_labels={"kubernetes.io/hostname": "bench"},
+            family="debian",
+            store=StateStore(str(tmp / "state")),
+            metrics=Metrics(),
+            agent_version="bench",
+            observe=lambda: {},
+            run=counting_apply,
+        )
         cs = fifty(tmp / "root", packages=False)
         cs["metadata"].update(namespace="bench", resourceVersion="1", generation=1)
-        snap = Snapshot(node={"metadata": {"name": "bench", "labels": {}, "generation": 1}}, configsets=[cs])
+        snap = Snapshot(
+            node={"metadata": {"name": "bench", "labels": {}, "generation": 1}}, configsets=[cs]
+        )
         r.reconcile(snap, full=True)
         before = calls["ansible"]
         times = []
@@ -109,9 +151,16 @@ def bench_idle() -> None:
             started = time.perf_counter()
             r.reconcile(snap, full=False)
             times.append(time.perf_counter() - started)
-        save("idle", {"resources": 50, "iterations": 200, "median_ms": statistics.median(times) * 1000,
-                      "p95_ms": sorted(times)[int(0.95 * len(times))] * 1000,
-                      "ansible_runs_during_idle_reconciles": calls["ansible"] - before})
+        save(
+            "idle",
+            {
+                "resources": 50,
+                "iterations": 200,
+                "median_ms": statistics.median(times) * 1000,
+                "p95_ms": sorted(times)[int(0.95 * len(times))] * 1000,
+                "ansible_runs_during_idle_reconciles": calls["ansible"] - before,
+            },
+        )
 
 
 def bench_daemon() -> None:
@@ -125,53 +174,109 @@ def bench_daemon() -> None:
         tmp = Path(tmp)
         cp = ControlPlane(tmp / "cp").start()
         try:
-            subprocess.run(["kubectl", "--kubeconfig", str(cp.kubeconfig), "apply", "-f", str(ROOT / "crds")],
-                           check=True, capture_output=True)
+            subprocess.run(
+                ["kubectl", "--kubeconfig", str(cp.kubeconfig), "apply", "-f", str(ROOT / "crds")],
+                check=True,
+                capture_output=True,
+            )
             api = config.new_client_from_config(str(cp.kubeconfig))
-            client.CoreV1Api(api).create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name="bench")))
+            client.CoreV1Api(api).create_namespace(
+                client.V1Namespace(metadata=client.V1ObjectMeta(name="bench"))
+            )
             custom = client.CustomObjectsApi(api)
-            eventually(lambda: custom.list_namespaced_custom_object("common.nodemanager", "v1", "bench", "configsets") is not None, timeout=30)
+            eventually(
+                lambda: (
+                    custom.list_namespaced_custom_object(
+                        "common.nodemanager", "v1", "bench", "configsets"
+                    )
+                    is not None
+                ),
+                timeout=30,
+            )
             root = tmp / "root"
             body = fifty(root, packages=False)
-            custom.create_namespaced_custom_object("common.nodemanager", "v1", "bench", "configsets", body)
+            custom.create_namespaced_custom_object(
+                "common.nodemanager", "v1", "bench", "configsets", body
+            )
             agent = Agent(str(cp.kubeconfig), "bench", "bench-host", tmp / "state").start()
             try:
                 target = root / "dir7" / "file7.conf"
                 eventually(lambda: target.exists(), timeout=120, message="first apply")
-                eventually(lambda: agent.metric("nodemanager_reconcile_total", 'outcome="applied"') >= 1, timeout=60)
-                latencies, reported, runs_before = [], [], agent.metric("nodemanager_ansible_runs_total")
+                eventually(
+                    lambda: agent.metric("nodemanager_reconcile_total", 'outcome="applied"') >= 1,
+                    timeout=60,
+                )
+                latencies, reported, runs_before = (
+                    [],
+                    [],
+                    agent.metric("nodemanager_ansible_runs_total"),
+                )
 
                 def status_has(rv: str) -> bool:
-                    node = custom.get_namespaced_custom_object("common.nodemanager", "v1", "bench", "managednodes", "bench-host")
-                    return any(e.get("resourceVersion") == rv and not e.get("error")
-                               for e in (node.get("status") or {}).get("configsets") or [])
+                    node = custom.get_namespaced_custom_object(
+                        "common.nodemanager", "v1", "bench", "managednodes", "bench-host"
+                    )
+                    return any(
+                        e.get("resourceVersion") == rv and not e.get("error")
+                        for e in (node.get("status") or {}).get("configsets") or []
+                    )
 
                 for i in range(REPEATS):
                     version = f"v{i + 2}"
-                    current = custom.get_namespaced_custom_object("common.nodemanager", "v1", "bench", "configsets", "bench")
-                    eventually(lambda: status_has(current["metadata"]["resourceVersion"]), timeout=60)  # agent at rest
+                    current = custom.get_namespaced_custom_object(
+                        "common.nodemanager", "v1", "bench", "configsets", "bench"
+                    )
+                    eventually(
+                        lambda: status_has(current["metadata"]["resourceVersion"]), timeout=60
+                    )  # agent at rest
                     new = fifty(root, packages=False, version=version, changed_file=7)
                     new["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
                     started = time.perf_counter()
-                    written = custom.replace_namespaced_custom_object("common.nodemanager", "v1", "bench", "configsets", "bench", new)
-                    eventually(lambda: f"= {version}" in target.read_text(), timeout=60, interval=0.005)
+                    written = custom.replace_namespaced_custom_object(
+                        "common.nodemanager", "v1", "bench", "configsets", "bench", new
+                    )
+                    eventually(
+                        lambda: f"= {version}" in target.read_text(), timeout=60, interval=0.005
+                    )
                     latencies.append(time.perf_counter() - started)
                     # Then the subscribed execution (through Ansible) and the status write.
-                    eventually(lambda: status_has(written["metadata"]["resourceVersion"]), timeout=60, interval=0.02)
+                    eventually(
+                        lambda: status_has(written["metadata"]["resourceVersion"]),
+                        timeout=60,
+                        interval=0.02,
+                    )
                     reported.append(time.perf_counter() - started)
                 changes = agent.metric("nodemanager_file_changes_total")
                 # At rest: memory, and API requests over one minute.
                 time.sleep(15)
-                rss_kb = int(next(line.split()[1] for line in Path(f"/proc/{agent.proc.pid}/status").read_text().splitlines()
-                                  if line.startswith("VmRSS")))
+                rss_kb = int(
+                    next(
+                        line.split()[1]
+                        for line in Path(f"/proc/{agent.proc.pid}/status").read_text().splitlines()
+                        if line.startswith("VmRSS")
+                    )
+                )
                 requests_before = agent.metric("nodemanager_api_requests_total")
                 time.sleep(60)
                 per_hour = (agent.metric("nodemanager_api_requests_total") - requests_before) * 60
-                save("change", {"resources": 50, "repeats": len(latencies), "median_seconds": statistics.median(latencies),
-                                "latencies": latencies, "median_seconds_until_status_reported": statistics.median(reported),
-                                "until_status_reported": reported, "ansible_runs": agent.metric("nodemanager_ansible_runs_total") - runs_before,
-                                "file_changes_total": changes})
-                save("memory", {"agent_rss_mb": rss_kb / 1024, "api_requests_per_hour_at_rest": per_hour})
+                save(
+                    "change",
+                    {
+                        "resources": 50,
+                        "repeats": len(latencies),
+                        "median_seconds": statistics.median(latencies),
+                        "latencies": latencies,
+                        "median_seconds_until_status_reported": statistics.median(reported),
+                        "until_status_reported": reported,
+                        "ansible_runs": agent.metric("nodemanager_ansible_runs_total")
+                        - runs_before,
+                        "file_changes_total": changes,
+                    },
+                )
+                save(
+                    "memory",
+                    {"agent_rss_mb": rss_kb / 1024, "api_requests_per_hour_at_rest": per_hour},
+                )
             finally:
                 agent.stop()
                 api.close()

@@ -8,7 +8,9 @@ from typing import Any
 PACKAGES = tuple(f"nmtest-pkg{i}" for i in range(10))
 
 
-def fifty(root: Path, *, packages: bool = True, version: str = "v1", changed_file: int | None = None) -> dict[str, Any]:
+def fifty(
+    root: Path, *, packages: bool = True, version: str = "v1", changed_file: int | None = None
+) -> dict[str, Any]:
     """20 files, 10 directories, 10 executions subscribed to files, and 10 pacman packages (or,
     without packages, 10 more files): 50 resources."""
     files = [{"path": f"{root}/dir{d}", "ensure": "directory", "mode": "0755"} for d in range(10)]
@@ -16,9 +18,20 @@ def fifty(root: Path, *, packages: bool = True, version: str = "v1", changed_fil
     for i in range(n_files):
         body = f"setting_{i} = {version if i == changed_file else 'v1'}\n" * 5
         files.append({"path": f"{root}/dir{i % 10}/file{i}.conf", "content": body, "mode": "0644"})
-    executions = [{"command": "/bin/true", "args": [f"reload-{i}"], "subscribe_files": [f"{root}/dir{i % 10}/file{i}.conf"]}
-                  for i in range(10)]
+    executions = [
+        {
+            "command": "/bin/true",
+            "args": [f"reload-{i}"],
+            "subscribe_files": [f"{root}/dir{i % 10}/file{i}.conf"],
+        }
+        for i in range(10)
+    ]
     spec: dict[str, Any] = {"selector": {}, "files": files, "executions": executions}
     if packages:
         spec["packages"] = [{"name": p} for p in PACKAGES]
-    return {"apiVersion": "common.nodemanager/v1", "kind": "ConfigSet", "metadata": {"name": "bench"}, "spec": spec}
+    return {
+        "apiVersion": "common.nodemanager/v1",
+        "kind": "ConfigSet",
+        "metadata": {"name": "bench"},
+        "spec": spec,
+    }

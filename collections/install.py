@@ -30,15 +30,29 @@ def wanted() -> list[str]:
 
 
 def installed(names: list[str]) -> bool:
-    return all((TARGET / Path(*name.split("."))).joinpath("MANIFEST.json").exists() for name in names)
+    return all(
+        (TARGET / Path(*name.split("."))).joinpath("MANIFEST.json").exists() for name in names
+    )
 
 
 def from_galaxy() -> bool:
     galaxy = shutil.which("ansible-galaxy") or str(Path(sys.executable).with_name("ansible-galaxy"))
     try:
         proc = subprocess.run(
-            [galaxy, "collection", "install", "-r", str(HERE / "requirements.yml"), "-p", str(HERE), "--timeout", "15"],
-            capture_output=True, text=True, timeout=300,
+            [
+                galaxy,
+                "collection",
+                "install",
+                "-r",
+                str(HERE / "requirements.yml"),
+                "-p",
+                str(HERE),
+                "--timeout",
+                "15",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
     except (OSError, subprocess.TimeoutExpired):
         return False
@@ -51,8 +65,18 @@ def cached_wheel() -> Path:
     if found:
         return found[0]
     subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-         "--dest", str(CACHE), f"ansible=={ANSIBLE_WHEEL_VERSION}"],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--dest",
+            str(CACHE),
+            f"ansible=={ANSIBLE_WHEEL_VERSION}",
+        ],
         check=True,
     )
     return sorted(CACHE.glob(f"ansible-{ANSIBLE_WHEEL_VERSION}-*.whl"))[0]
@@ -79,7 +103,10 @@ def main() -> int:
     if installed(names):
         return 0
     if not from_galaxy() or not installed(names):
-        print("ansible-galaxy could not install the collections; taking them from the ansible wheel", file=sys.stderr)
+        print(
+            "ansible-galaxy could not install the collections; taking them from the ansible wheel",
+            file=sys.stderr,
+        )
         from_wheel(names)
     if not installed(names):
         print(f"collections missing after install: {names}", file=sys.stderr)

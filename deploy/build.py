@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # The zipapp's entry point. It must only use the standard library: nothing else is importable
 # before the payload is unpacked.
-BOOT = r'''
+BOOT = r"""
 import os, sys, tempfile, zipfile
 from pathlib import Path
 
@@ -76,7 +76,7 @@ os.environ.setdefault("NODEMANAGER_PLAYBOOK_TEMPLATES", str(app / "playbook_temp
 os.environ.setdefault("NODEMANAGER_ANSIBLE_BIN", str(app / "bin"))
 from nodemanager.cli import main
 sys.exit(main())
-'''
+"""
 
 
 def tree_hash(root: Path) -> str:
@@ -93,11 +93,28 @@ def build(out: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="nodemanager-build-") as tmp:
         app = Path(tmp) / "app"
         payload = app / "payload"
-        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--target",
-                        str(payload / "site"), str(ROOT)], check=True)
-        shutil.rmtree(payload / "site" / "bin", ignore_errors=True)  # console scripts point at this interpreter
-        shutil.copytree(collections, payload / "collections" / "ansible_collections",
-                        ignore=shutil.ignore_patterns("__pycache__", "tests", "docs"))
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--no-compile",
+                "--target",
+                str(payload / "site"),
+                str(ROOT),
+            ],
+            check=True,
+        )
+        shutil.rmtree(
+            payload / "site" / "bin", ignore_errors=True
+        )  # console scripts point at this interpreter
+        shutil.copytree(
+            collections,
+            payload / "collections" / "ansible_collections",
+            ignore=shutil.ignore_patterns("__pycache__", "tests", "docs"),
+        )
         shutil.copytree(ROOT / "playbook_templates", payload / "playbook_templates")
         (app / "__main__.py").write_text(BOOT.format(payload_hash=tree_hash(payload)))
         out.parent.mkdir(parents=True, exist_ok=True)

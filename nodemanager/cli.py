@@ -46,10 +46,21 @@ def _local_plan(files, node_labels, os_id, hostname, show_secrets):
     return local
 
 
-_files_option = click.option("-f", "--filename", "files", multiple=True, required=True, type=click.Path(exists=True),
-                             help="ConfigSet file or directory (repeatable).")
+_files_option = click.option(
+    "-f",
+    "--filename",
+    "files",
+    multiple=True,
+    required=True,
+    type=click.Path(exists=True),
+    help="ConfigSet file or directory (repeatable).",
+)
 _labels_option = click.option("--node-labels", help="Extra node labels, k=v,k2=v2.")
-_os_option = click.option("--os", "os_id", help="Render for this os-release ID instead of this host's (arch, alpine, freebsd, debian, fedora...).")
+_os_option = click.option(
+    "--os",
+    "os_id",
+    help="Render for this os-release ID instead of this host's (arch, alpine, freebsd, debian, fedora...).",
+)
 _hostname_option = click.option("--hostname", help="Node name (default: this host's name).")
 
 
@@ -57,8 +68,12 @@ class JsonFormatter(logging.Formatter):
     """One JSON object per line: what log collectors on hosts ingest best."""
 
     def format(self, record: logging.LogRecord) -> str:
-        entry = {"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"), "level": record.levelname.lower(),
-                 "logger": record.name, "msg": record.getMessage()}
+        entry = {
+            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
         if record.exc_info:
             entry["error"] = self.formatException(record.exc_info)
         return json.dumps(entry)
@@ -73,18 +88,54 @@ def _duration(text: str) -> float:
 
 def _run_options(f):
     options = [
-        click.option("--kubeconfig", default=os.path.expanduser("~/.kube/config"), show_default=True,
-                     help="Kubeconfig file; in a pod without it, the in-cluster service account."),
-        click.option("--namespace", default="nodemanager", show_default=True, help="Namespace of ConfigSets and ManagedNodes."),
-        click.option("--leader-elect", default=False, type=bool, show_default=True,
-                     help="Accepted for compatibility: each agent manages only its own host, so there is no leader to elect."),
-        click.option("--metrics-bind-address", default=":8080", show_default=True, help="Prometheus endpoint; 0 disables."),
-        click.option("--health-probe-bind-address", default=":8081", show_default=True, help="/healthz and /readyz; 0 disables."),
+        click.option(
+            "--kubeconfig",
+            default=os.path.expanduser("~/.kube/config"),
+            show_default=True,
+            help="Kubeconfig file; in a pod without it, the in-cluster service account.",
+        ),
+        click.option(
+            "--namespace",
+            default="nodemanager",
+            show_default=True,
+            help="Namespace of ConfigSets and ManagedNodes.",
+        ),
+        click.option(
+            "--leader-elect",
+            default=False,
+            type=bool,
+            show_default=True,
+            help="Accepted for compatibility: each agent manages only its own host, so there is no leader to elect.",
+        ),
+        click.option(
+            "--metrics-bind-address",
+            default=":8080",
+            show_default=True,
+            help="Prometheus endpoint; 0 disables.",
+        ),
+        click.option(
+            "--health-probe-bind-address",
+            default=":8081",
+            show_default=True,
+            help="/healthz and /readyz; 0 disables.",
+        ),
         click.option("--hostname", help="ManagedNode name (default: this host's name)."),
         click.option("--node-labels", help="Custom node labels, k=v,k2=v2."),
-        click.option("--state-dir", default="/var/lib/nodemanager", show_default=True, help="Where the last applied state is kept."),
-        click.option("--drift-check-interval", default="30m", show_default=True, help="Full re-check of the host (with 10% jitter)."),
-        click.option("--log-format", type=click.Choice(["json", "text"]), default="json", show_default=True),
+        click.option(
+            "--state-dir",
+            default="/var/lib/nodemanager",
+            show_default=True,
+            help="Where the last applied state is kept.",
+        ),
+        click.option(
+            "--drift-check-interval",
+            default="30m",
+            show_default=True,
+            help="Full re-check of the host (with 10% jitter).",
+        ),
+        click.option(
+            "--log-format", type=click.Choice(["json", "text"]), default="json", show_default=True
+        ),
     ]
     for option in reversed(options):
         f = option(f)
@@ -104,22 +155,47 @@ def main(ctx: click.Context, **options) -> None:
 
 @main.command()
 @_run_options
-def run(kubeconfig, namespace, leader_elect, metrics_bind_address, health_probe_bind_address, hostname,
-        node_labels, state_dir, drift_check_interval, log_format) -> None:
+def run(
+    kubeconfig,
+    namespace,
+    leader_elect,
+    metrics_bind_address,
+    health_probe_bind_address,
+    hostname,
+    node_labels,
+    state_dir,
+    drift_check_interval,
+    log_format,
+) -> None:
     """Run the agent: keep this host in the state its ConfigSets declare."""
     from nodemanager.agent.daemon import Daemon, Options
 
     handler = logging.StreamHandler()
-    handler.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(
+        JsonFormatter()
+        if log_format == "json"
+        else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    )
     logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
     from nodemanager.bootstrap.credentials import TokenRenewer
     from nodemanager.host.labels import hostname as this_host
 
-    renewer = TokenRenewer(kubeconfig, hostname or this_host(), namespace) if os.path.exists(kubeconfig) else None
-    options = Options(kubeconfig=kubeconfig, namespace=namespace, hostname=hostname, node_labels=_labels(node_labels),
-                      state_dir=state_dir, drift_check_interval=_duration(drift_check_interval),
-                      metrics_bind_address=metrics_bind_address, health_probe_bind_address=health_probe_bind_address,
-                      token_renewer=renewer)
+    renewer = (
+        TokenRenewer(kubeconfig, hostname or this_host(), namespace)
+        if os.path.exists(kubeconfig)
+        else None
+    )
+    options = Options(
+        kubeconfig=kubeconfig,
+        namespace=namespace,
+        hostname=hostname,
+        node_labels=_labels(node_labels),
+        state_dir=state_dir,
+        drift_check_interval=_duration(drift_check_interval),
+        metrics_bind_address=metrics_bind_address,
+        health_probe_bind_address=health_probe_bind_address,
+        token_renewer=renewer,
+    )
     try:
         daemon = Daemon(options)
     except (PlaybookError, ValueError, OSError) as e:
@@ -138,8 +214,17 @@ def version() -> None:
 @_labels_option
 @_os_option
 @_hostname_option
-@click.option("--show-secrets", is_flag=True, help="Print content that came from Secrets instead of redacting it.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the playbook here (atomically) instead of stdout.")
+@click.option(
+    "--show-secrets",
+    is_flag=True,
+    help="Print content that came from Secrets instead of redacting it.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="Write the playbook here (atomically) instead of stdout.",
+)
 def render(files, node_labels, os_id, hostname, show_secrets, output) -> None:
     """Print the Ansible playbook that `apply` would run; it runs as is with ansible-playbook."""
     local = _local_plan(files, node_labels, os_id, hostname, show_secrets)
@@ -170,8 +255,12 @@ def _progress(result: TaskResult) -> None:
 @_hostname_option
 @click.option("--check", is_flag=True, help="Report what would change; change nothing.")
 @click.option("--diff", is_flag=True, help="Show file differences (never for Secret-fed files).")
-@click.option("--fast-path/--no-fast-path", default=True, show_default=True,
-              help="Skip tasks a plain-Python check proves converged; --no-fast-path sends every task to Ansible.")
+@click.option(
+    "--fast-path/--no-fast-path",
+    default=True,
+    show_default=True,
+    help="Skip tasks a plain-Python check proves converged; --no-fast-path sends every task to Ansible.",
+)
 def apply(files, node_labels, os_id, hostname, check, diff, fast_path) -> None:
     """Apply ConfigSet files to this host now (local mode, no cluster)."""
     from nodemanager.executor.run import apply as apply_plan
@@ -179,14 +268,22 @@ def apply(files, node_labels, os_id, hostname, check, diff, fast_path) -> None:
     local = _local_plan(files, node_labels, os_id, hostname, show_secrets=True)
     show_progress = sys.stderr.isatty() or diff
     try:
-        run = apply_plan(local.plan, fast=fast_path, check=check, diff=diff, on_result=_progress if show_progress else None)
+        run = apply_plan(
+            local.plan,
+            fast=fast_path,
+            check=check,
+            diff=diff,
+            on_result=_progress if show_progress else None,
+        )
     except ExecutorError as e:
         raise click.ClickException(str(e)) from e
     summaries = summarize(local.desired, run.results, local.errors)
     for s in summaries.values():
         verb = "would change" if check else "changed"
-        click.echo(f"{s.name}: {s.ok} ok, {s.changed} {verb}, {s.failed} failed"
-                   + (f", {len(s.conflicts)} conflicts" if s.conflicts else ""))
+        click.echo(
+            f"{s.name}: {s.ok} ok, {s.changed} {verb}, {s.failed} failed"
+            + (f", {len(s.conflicts)} conflicts" if s.conflicts else "")
+        )
         for resource, message in s.failures:
             click.echo(f"  failed {resource}: {message}")
         for resource in s.conflicts:
@@ -198,7 +295,11 @@ def apply(files, node_labels, os_id, hostname, check, diff, fast_path) -> None:
 
 
 def _default_node_kubeconfig() -> str:
-    return "/usr/local/etc/nodemanager/kubeconfig" if sys.platform.startswith("freebsd") else "/etc/nodemanager/kubeconfig"
+    return (
+        "/usr/local/etc/nodemanager/kubeconfig"
+        if sys.platform.startswith("freebsd")
+        else "/etc/nodemanager/kubeconfig"
+    )
 
 
 @main.command()
@@ -226,15 +327,27 @@ def _kube_errors(f):
             raise click.ClickException(str(e)) from e
         except OSError as e:
             raise click.ClickException(f"{e.filename or ''}: {e.strerror or e}") from e
+
     return wrapper
 
 
 @main.command()
 @click.option("--hostname", required=True, help="Target node name.")
-@click.option("--kubeconfig", default=os.path.expanduser("~/.kube/config"), show_default=True, help="Admin kubeconfig.")
+@click.option(
+    "--kubeconfig",
+    default=os.path.expanduser("~/.kube/config"),
+    show_default=True,
+    help="Admin kubeconfig.",
+)
 @click.option("--namespace", default="nodemanager", show_default=True)
-@click.option("--ttl", default="1h", show_default=True, help="Lifetime of the temporary credential.")
-@click.option("--out", type=click.Path(dir_okay=False), help="Write the kubeconfig here (0600, atomically) instead of stdout.")
+@click.option(
+    "--ttl", default="1h", show_default=True, help="Lifetime of the temporary credential."
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    help="Write the kubeconfig here (0600, atomically) instead of stdout.",
+)
 @_kube_errors
 def token(hostname, kubeconfig, namespace, ttl, out) -> None:
     """Issue a short-lived bootstrap kubeconfig for a node."""
@@ -249,22 +362,39 @@ def token(hostname, kubeconfig, namespace, ttl, out) -> None:
 
 
 @main.command()
-@click.option("--bootstrap-kubeconfig", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="Short-lived (from `token`) or admin kubeconfig.")
-@click.option("--kubeconfig", default=_default_node_kubeconfig, show_default="/etc/nodemanager/kubeconfig; FreeBSD /usr/local/etc/nodemanager/kubeconfig",
-              help="Where to write the permanent kubeconfig.")
+@click.option(
+    "--bootstrap-kubeconfig",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Short-lived (from `token`) or admin kubeconfig.",
+)
+@click.option(
+    "--kubeconfig",
+    default=_default_node_kubeconfig,
+    show_default="/etc/nodemanager/kubeconfig; FreeBSD /usr/local/etc/nodemanager/kubeconfig",
+    help="Where to write the permanent kubeconfig.",
+)
 @click.option("--namespace", default="nodemanager", show_default=True)
-@click.option("--hostname", help="Node name (default: this host's name; must match the one used in `token`).")
-@click.option("--token-ttl", default="8760h", show_default=True, help="Lifetime of the long-lived token.")
+@click.option(
+    "--hostname", help="Node name (default: this host's name; must match the one used in `token`)."
+)
+@click.option(
+    "--token-ttl", default="8760h", show_default=True, help="Lifetime of the long-lived token."
+)
 @_kube_errors
 def bootstrap(bootstrap_kubeconfig, kubeconfig, namespace, hostname, token_ttl) -> None:
     """Exchange a bootstrap kubeconfig for this node's long-lived kubeconfig."""
     from nodemanager.bootstrap.credentials import node_kubeconfig, write_kubeconfig
     from nodemanager.host.labels import hostname as this_host
 
-    text, granted = node_kubeconfig(bootstrap_kubeconfig, hostname or this_host(), namespace, int(_duration(token_ttl)))
+    text, granted = node_kubeconfig(
+        bootstrap_kubeconfig, hostname or this_host(), namespace, int(_duration(token_ttl))
+    )
     write_kubeconfig(kubeconfig, text)
-    click.echo(f"wrote {kubeconfig} (valid {granted / 86400:.1f} days); the bootstrap kubeconfig can be deleted", err=True)
+    click.echo(
+        f"wrote {kubeconfig} (valid {granted / 86400:.1f} days); the bootstrap kubeconfig can be deleted",
+        err=True,
+    )
 
 
 if __name__ == "__main__":

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodemanager import __version__
-from nodemanager.api import parse_duration
 from nodemanager.agent.health import serve_health, serve_metrics
 from nodemanager.agent.metrics import Metrics
 from nodemanager.agent.reconcile import Reconciler
 from nodemanager.agent.state import Snapshot, StateStore
 from nodemanager.agent.status import differs
+from nodemanager.api import parse_duration
 from nodemanager.host import labels as host_labels
 from nodemanager.host import osinfo
 from nodemanager.host.observe import observe
@@ -46,7 +46,9 @@ class Options:
     drift_check_interval: float = 1800.0
     metrics_bind_address: str = ":8080"
     health_probe_bind_address: str = ":8081"
-    token_renewer: Any = None  # bootstrap.renew.TokenRenewer, when the kubeconfig holds a node token
+    token_renewer: Any = (
+        None  # bootstrap.renew.TokenRenewer, when the kubeconfig holds a node token
+    )
 
 
 class Dirty:
@@ -79,17 +81,29 @@ class Daemon:
         self.name = opts.hostname or host_labels.hostname()
         release = osinfo.read_os_release()
         system = osinfo.kube_os()
-        self.managed_labels = host_labels.node_labels(self.name, release, osinfo.kube_arch(), system, opts.node_labels)
-        self.clients = ClientFactory(opts.kubeconfig, on_request=lambda m: self.metrics.api_requests.labels(m).inc())
+        self.managed_labels = host_labels.node_labels(
+            self.name, release, osinfo.kube_arch(), system, opts.node_labels
+        )
+        self.clients = ClientFactory(
+            opts.kubeconfig, on_request=lambda m: self.metrics.api_requests.labels(m).inc()
+        )
         self.node_client = NodeClient(self.clients, opts.namespace, self.name)
         self.notifier = Notifier(self.clients)
         self.store = StateStore(opts.state_dir)
         self.reconciler = Reconciler(
-            name=self.name, managed_labels=self.managed_labels, family=platforms.family(release.id, release.id_like),
-            store=self.store, metrics=self.metrics, agent_version=__version__, observe=observe)
+            name=self.name,
+            managed_labels=self.managed_labels,
+            family=platforms.family(release.id, release.id_like),
+            store=self.store,
+            metrics=self.metrics,
+            agent_version=__version__,
+            observe=observe,
+        )
         self.informers = {
             "configsets": self._informer(watches.CONFIGSETS),
-            "self": self._informer(watches.MANAGEDNODES, field_selector=f"metadata.name={self.name}"),
+            "self": self._informer(
+                watches.MANAGEDNODES, field_selector=f"metadata.name={self.name}"
+            ),
             "secrets": self._informer(watches.SECRETS),
             "configmaps": self._informer(watches.CONFIGMAPS),
         }
@@ -99,8 +113,14 @@ class Daemon:
         self._threads: list[threading.Thread] = []
 
     def _informer(self, kind, **kwargs) -> Informer:
-        return Informer(kind, self.clients, self.opts.namespace, self.dirty.mark,
-                        on_list=lambda k: self.metrics.informer_lists.labels(k).inc(), **kwargs)
+        return Informer(
+            kind,
+            self.clients,
+            self.opts.namespace,
+            self.dirty.mark,
+            on_list=lambda k: self.metrics.informer_lists.labels(k).inc(),
+            **kwargs,
+        )
 
     # -- threads ---------------------------------------------------------------------------
 
@@ -136,21 +156,36 @@ class Daemon:
     # -- the worker ------------------------------------------------------------------------
 
     def _online(self) -> bool:
-        return self.registered.is_set() and all(i.synced.is_set() for i in self.informers.values()) and (
-            self.nodes_informer is None or self.nodes_informer.synced.is_set())
+        return (
+            self.registered.is_set()
+            and all(i.synced.is_set() for i in self.informers.values())
+            and (self.nodes_informer is None or self.nodes_informer.synced.is_set())
+        )
 
     def snapshot(self) -> Snapshot | None:
         """The inputs from the live cache, or, before it synced, those last applied (offline)."""
         if not self._online():
             stored = self.reconciler.applied.snapshot
             return stored if stored and not self.registered.is_set() else None
-        me = self.informers["self"].get(self.name) or {"metadata": {"name": self.name, "labels": self.managed_labels}}
+        me = self.informers["self"].get(self.name) or {
+            "metadata": {"name": self.name, "labels": self.managed_labels}
+        }
         snap = Snapshot(
             node=me,
-            configsets=sorted(self.informers["configsets"].items(), key=lambda c: c["metadata"]["name"]),
-            secrets={s["metadata"]["name"]: s.get("data") or {} for s in self.informers["secrets"].items()},
-            configmaps={c["metadata"]["name"]: c.get("data") or {} for c in self.informers["configmaps"].items()},
-            nodes=sorted(self.nodes_informer.items(), key=lambda n: n["metadata"]["name"]) if self.nodes_informer else [],
+            configsets=sorted(
+                self.informers["configsets"].items(), key=lambda c: c["metadata"]["name"]
+            ),
+            secrets={
+                s["metadata"]["name"]: s.get("data") or {}
+                for s in self.informers["secrets"].items()
+            },
+            configmaps={
+                c["metadata"]["name"]: c.get("data") or {}
+                for c in self.informers["configmaps"].items()
+            },
+            nodes=sorted(self.nodes_informer.items(), key=lambda n: n["metadata"]["name"])
+            if self.nodes_informer
+            else [],
         )
         if self.nodes_informer is None and self.reconciler.uses_nodes(snap):
             self.nodes_informer = self._informer(watches.MANAGEDNODES)
@@ -179,21 +214,36 @@ class Daemon:
             self._write_status(result.status, snap.node)
             if result.event:
                 reason, message, warning = result.event
-                self.node_client.event(reason, message, warning=warning, uid=snap.node.get("metadata", {}).get("uid"))
+                self.node_client.event(
+                    reason, message, warning=warning, uid=snap.node.get("metadata", {}).get("uid")
+                )
             self._notify(result.notify, snap.node.get("metadata", {}).get("uid"))
         self.ready.set()
-        log.info("reconciled in %.3f s (ran ansible: %s, failed: %s)", time.monotonic() - started, result.ran, result.failed)
+        log.info(
+            "reconciled in %.3f s (ran ansible: %s, failed: %s)",
+            time.monotonic() - started,
+            result.ran,
+            result.failed,
+        )
         return True, result.requeue_after
 
     def _notify(self, configsets, uid: str | None) -> None:
         """Annotate each ConfigSet's spec.notifies[] targets; a failure is a Warning Event naming the field."""
         for cs in configsets:
             stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-            annotations = {NOTIFIED_AT: stamp, NOTIFIED_BY: f"{self.name}/{cs.name}@{cs.resource_version}"}
+            annotations = {
+                NOTIFIED_AT: stamp,
+                NOTIFIED_BY: f"{self.name}/{cs.name}@{cs.resource_version}",
+            }
             for i, target in enumerate(cs.notifies):
                 try:
-                    self.notifier.annotate(target.api_version, target.kind, target.name,
-                                           target.namespace or self.opts.namespace, annotations)
+                    self.notifier.annotate(
+                        target.api_version,
+                        target.kind,
+                        target.name,
+                        target.namespace or self.opts.namespace,
+                        annotations,
+                    )
                 except Exception as e:  # one target failing does not stop the others
                     message = f"{cs.name}: spec.notifies[{i}] {target.kind}/{target.name}: {e}"
                     log.warning("notify failed: %s", message)
@@ -214,8 +264,10 @@ class Daemon:
         signal.signal(signal.SIGTERM, lambda *_: self.shutdown())
         signal.signal(signal.SIGINT, lambda *_: self.shutdown())
         signal.signal(signal.SIGHUP, lambda *_: self.dirty.mark("SIGHUP", full=True))
-        servers = [serve_metrics(self.opts.metrics_bind_address, self.metrics.registry),
-                   serve_health(self.opts.health_probe_bind_address, self.ready)]
+        servers = [
+            serve_metrics(self.opts.metrics_bind_address, self.metrics.registry),
+            serve_health(self.opts.health_probe_bind_address, self.ready),
+        ]
         self._thread("register", self._register)
         self._thread("lease", self._heartbeat)
         for name, informer in self.informers.items():
@@ -229,10 +281,14 @@ class Daemon:
         waiting_for_cache = False
         self.dirty.mark("start", full=True)
         while not self.stop.is_set():
-            if self._drift_period() != period:  # spec.reconcilePeriod changed: count from the last check
+            if (
+                self._drift_period() != period
+            ):  # spec.reconcilePeriod changed: count from the last check
                 period = self._drift_period()
                 next_drift = last_full + period * jitter
-            deadlines = ([] if waiting_for_cache else [next_drift]) + ([requeue_at] if requeue_at else [])
+            deadlines = ([] if waiting_for_cache else [next_drift]) + (
+                [requeue_at] if requeue_at else []
+            )
             self.dirty.wait(max(0.0, min(deadlines) - time.monotonic()) if deadlines else None)
             if self.stop.is_set():
                 break
@@ -247,7 +303,11 @@ class Daemon:
                 self.dirty.full = self.dirty.full or full  # the cache will mark dirty once synced
                 continue
             if full:
-                last_full, period, jitter = time.monotonic(), self._drift_period(), random.uniform(0.9, 1.1)
+                last_full, period, jitter = (
+                    time.monotonic(),
+                    self._drift_period(),
+                    random.uniform(0.9, 1.1),
+                )
                 next_drift = last_full + period * jitter
             requeue_at = time.monotonic() + requeue if requeue else None
         for server in servers:

@@ -5,8 +5,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
 from nodemanager.agent.sources import Loaded, load
 from nodemanager.api import Node
@@ -28,8 +28,9 @@ class NodeIdentity:
     family: str
 
 
-def identify(hostname: str | None = None, os_id: str | None = None,
-             custom: Mapping[str, str] | None = None) -> NodeIdentity:
+def identify(
+    hostname: str | None = None, os_id: str | None = None, custom: Mapping[str, str] | None = None
+) -> NodeIdentity:
     """This host's identity; ``os_id`` pretends another OS (``render --os arch`` on Debian)."""
     release = osinfo.read_os_release()
     if os_id:
@@ -52,7 +53,9 @@ def plan_files(paths: Iterable[str], node: NodeIdentity, *, show_secrets: bool =
     """Templates see this node and the Secrets and ConfigMaps given as files; no other nodes."""
     loaded = load(paths)
     merged = merge(select(loaded.configsets, node.labels))
-    data = TemplateData(Node(node.name, node.labels), secrets=loaded.secrets, configmaps=loaded.configmaps)
+    data = TemplateData(
+        Node(node.name, node.labels), secrets=loaded.secrets, configmaps=loaded.configmaps
+    )
     desired, contents, failures = render_templates(merged, data)
     plan = build(desired, node.family, node.name, contents=contents, show_secrets=show_secrets)
     return LocalPlan(loaded, merged, plan, {**failures, **plan.errors})

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from nodemanager.agent.metrics import Metrics
 from nodemanager.agent.state import Applied, Snapshot, StateStore
@@ -49,16 +50,31 @@ def _invalid_matching(raw: Mapping[str, Any], labels: Mapping[str, str]) -> str 
         error = "; ".join(str(x) for x in e.errors)
     meta = raw.get("metadata") or {}
     try:
-        probe = ConfigSet.from_dict({"metadata": meta, "spec": {k: v for k, v in (raw.get("spec") or {}).items() if k == "selector"}})
+        probe = ConfigSet.from_dict(
+            {
+                "metadata": meta,
+                "spec": {k: v for k, v in (raw.get("spec") or {}).items() if k == "selector"},
+            }
+        )
     except InvalidObject:
         return error  # even its selector is broken: report it rather than hide it
     return error if matches(probe, labels) else None
 
 
 class Reconciler:
-    def __init__(self, *, name: str, managed_labels: Mapping[str, str], family: str, store: StateStore,
-                 metrics: Metrics, agent_version: str, observe: Callable[[], Mapping[str, Any]],
-                 run: Callable[..., RunResult] = apply, clock: Callable[[], str] | None = None):
+    def __init__(
+        self,
+        *,
+        name: str,
+        managed_labels: Mapping[str, str],
+        family: str,
+        store: StateStore,
+        metrics: Metrics,
+        agent_version: str,
+        observe: Callable[[], Mapping[str, Any]],
+        run: Callable[..., RunResult] = apply,
+        clock: Callable[[], str] | None = None,
+    ):
         self.name, self.managed_labels, self.family = name, dict(managed_labels), family
         self.store, self.metrics, self.agent_version = store, metrics, agent_version
         self.observe, self.run = observe, run
@@ -70,7 +86,11 @@ class Reconciler:
         return {**((node.get("metadata") or {}).get("labels") or {}), **self.managed_labels}
 
     def uses_nodes(self, snap: Snapshot) -> bool:
-        return any("nodes" in (f.get("template") or "") for cs in snap.configsets for f in (cs.get("spec") or {}).get("files") or [])
+        return any(
+            "nodes" in (f.get("template") or "")
+            for cs in snap.configsets
+            for f in (cs.get("spec") or {}).get("files") or []
+        )
 
     def reconcile(self, snap: Snapshot, *, full: bool) -> Result:
         now = self.clock()
@@ -88,7 +108,8 @@ class Reconciler:
         me = Node(self.name, labels, (snap.node or {}).get("status") or {})
         others = tuple(Node.from_dict(n) for n in snap.nodes)
         desired, contents, template_failures = render_templates(
-            merged, TemplateData(me, others, snap.secrets, snap.configmaps))
+            merged, TemplateData(me, others, snap.secrets, snap.configmaps)
+        )
         plan = build(desired, self.family, self.name, contents=contents)
         digests = plan.resource_digests()
         changed = {rid for rid, d in digests.items() if self.applied.digests.get(rid) != d}
@@ -108,29 +129,59 @@ class Reconciler:
             self.metrics.record_results(run_result.results)
             failed_ids = {r.resource for r in run_result.results if r.status == "failed"}
             ran_ids = {o.resource for o in to_run.origins.values()} if full else changed
-            kept = {rid: d for rid, d in self.applied.digests.items() if rid in digests and rid not in ran_ids}
-            kept.update({rid: digests[rid] for rid in ran_ids if rid in digests and rid not in failed_ids})
+            kept = {
+                rid: d
+                for rid, d in self.applied.digests.items()
+                if rid in digests and rid not in ran_ids
+            }
+            kept.update(
+                {rid: digests[rid] for rid in ran_ids if rid in digests and rid not in failed_ids}
+            )
             if run_result.status != "successful" and not failed_ids:
                 kept = {}  # the run broke down as a whole: trust nothing it did
             self.applied.digests = kept
 
-        summaries = summarize(merged, run_result.results if run_result else (), {**template_failures, **plan.errors})
+        summaries = summarize(
+            merged, run_result.results if run_result else (), {**template_failures, **plan.errors}
+        )
         outcomes = []
-        previous_entries = {e["name"]: e for e in ((snap.node or {}).get("status") or {}).get("configsets") or []}
+        previous_entries = {
+            e["name"]: e for e in ((snap.node or {}).get("status") or {}).get("configsets") or []
+        }
         for cs in merged.configsets:
             s = summaries[cs.name]
             errors = [f"{rid}: {msg}" for rid, msg in s.failures]
-            if run_result and run_result.status != "successful" and not s.failures and cs.name in involved:
+            if (
+                run_result
+                and run_result.status != "successful"
+                and not s.failures
+                and cs.name in involved
+            ):
                 errors.append(run_result.breakdown())
             key = f"{cs.name}@{cs.resource_version}"
             if not errors and key not in self.applied.applied_at and (run_result or not changed):
                 self.applied.applied_at[key] = now
-            outcomes.append(ConfigSetOutcome(cs.name, cs.resource_version, cs.generation, errors, list(s.conflicts),
-                                             self.applied.applied_at.get(key) or previous_entries.get(cs.name, {}).get("lastApplied")))
+            outcomes.append(
+                ConfigSetOutcome(
+                    cs.name,
+                    cs.resource_version,
+                    cs.generation,
+                    errors,
+                    list(s.conflicts),
+                    self.applied.applied_at.get(key)
+                    or previous_entries.get(cs.name, {}).get("lastApplied"),
+                )
+            )
         for name, (raw, error) in invalid.items():
             meta = raw.get("metadata") or {}
-            outcomes.append(ConfigSetOutcome(name, meta.get("resourceVersion", ""), meta.get("generation", 0),
-                                             [f"InvalidSpec: {error}"]))
+            outcomes.append(
+                ConfigSetOutcome(
+                    name,
+                    meta.get("resourceVersion", ""),
+                    meta.get("generation", 0),
+                    [f"InvalidSpec: {error}"],
+                )
+            )
         live = {f"{cs.name}@{cs.resource_version}" for cs in merged.configsets}
         self.applied.applied_at = {k: v for k, v in self.applied.applied_at.items() if k in live}
 
@@ -149,20 +200,43 @@ class Reconciler:
 
         self.applied.snapshot = snap
         self.store.save(self.applied)
-        if full or self._observed is None:  # the host's facts are re-read with each drift check only
+        if (
+            full or self._observed is None
+        ):  # the host's facts are re-read with each drift check only
             self._observed = self.observe()
-        status = compute(observed=self._observed, agent_version=self.agent_version, outcomes=outcomes,
-                         previous=(snap.node or {}).get("status") or {}, generation=(snap.node.get("metadata") or {}).get("generation", 0),
-                         now=now)
+        status = compute(
+            observed=self._observed,
+            agent_version=self.agent_version,
+            outcomes=outcomes,
+            previous=(snap.node or {}).get("status") or {},
+            generation=(snap.node.get("metadata") or {}).get("generation", 0),
+            now=now,
+        )
         event = None
         if run_result and (acted or failed):
             changed_count = len(run_result.changed())
             if failed:
-                event = ("ApplyFailed", "; ".join(f"{o.name}: {'; '.join(o.errors)}" for o in outcomes if o.errors), True)
+                event = (
+                    "ApplyFailed",
+                    "; ".join(f"{o.name}: {'; '.join(o.errors)}" for o in outcomes if o.errors),
+                    True,
+                )
             else:
-                event = ("Applied", f"{len(merged.configsets)} ConfigSets applied, {changed_count} tasks changed", False)
-        touched = {name for r in (run_result.changed() if run_result else ()) for name in r.configsets}
+                event = (
+                    "Applied",
+                    f"{len(merged.configsets)} ConfigSets applied, {changed_count} tasks changed",
+                    False,
+                )
+        touched = {
+            name for r in (run_result.changed() if run_result else ()) for name in r.configsets
+        }
         clean = {o.name for o in outcomes if not o.errors}
         notify = tuple(cs for cs in merged.configsets if cs.notifies and cs.name in touched & clean)
-        return Result(status, ran=bool(run_result and run_result.ansible), failed=failed,
-                      requeue_after=RETRY_AFTER_FAILURE if failed else None, event=event, notify=notify)
+        return Result(
+            status,
+            ran=bool(run_result and run_result.ansible),
+            failed=failed,
+            requeue_after=RETRY_AFTER_FAILURE if failed else None,
+            event=event,
+            notify=notify,
+        )

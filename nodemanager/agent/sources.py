@@ -5,9 +5,10 @@ source. Each document is parsed on its own, so one bad document is reported and 
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import yaml
 
@@ -19,7 +20,9 @@ YAML_SUFFIXES = (".yaml", ".yml", ".json")
 @dataclass
 class Loaded:
     configsets: list[ConfigSet] = field(default_factory=list)
-    secrets: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> key -> base64, as the API holds them
+    secrets: dict[str, dict[str, str]] = field(
+        default_factory=dict
+    )  # name -> key -> base64, as the API holds them
     configmaps: dict[str, dict[str, str]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)  # "<file>: <message>", one per bad document
 
@@ -57,7 +60,9 @@ def load(paths: Iterable[str]) -> Loaded:
             continue
         for index, doc in enumerate(d for raw in docs for d in _documents(raw)):
             kind = doc.get("kind") if isinstance(doc, dict) else None
-            name = ((doc or {}).get("metadata") or {}).get("name", "") if isinstance(doc, dict) else ""
+            name = (
+                ((doc or {}).get("metadata") or {}).get("name", "") if isinstance(doc, dict) else ""
+            )
             if kind == "Secret":
                 out.secrets[name] = _secret_data(doc)
                 continue

@@ -33,9 +33,13 @@ class Snapshot:
 
 @dataclass
 class Applied:
-    digests: dict[str, str] = field(default_factory=dict)  # resource id -> digest of what applied cleanly
+    digests: dict[str, str] = field(
+        default_factory=dict
+    )  # resource id -> digest of what applied cleanly
     snapshot: Snapshot | None = None
-    applied_at: dict[str, str] = field(default_factory=dict)  # ConfigSet name@resourceVersion -> RFC 3339
+    applied_at: dict[str, str] = field(
+        default_factory=dict
+    )  # ConfigSet name@resourceVersion -> RFC 3339
 
 
 class StateStore:
@@ -53,12 +57,16 @@ class StateStore:
             log.warning("ignoring unreadable state %s: %s", self.path, e)
             return Applied()
         snap = raw.get("snapshot")
-        return Applied(raw.get("digests", {}), Snapshot(**snap) if snap else None, raw.get("appliedAt", {}))
+        return Applied(
+            raw.get("digests", {}), Snapshot(**snap) if snap else None, raw.get("appliedAt", {})
+        )
 
     def save(self, applied: Applied) -> None:
         snap = applied.snapshot.__dict__ if applied.snapshot else None
-        data = json.dumps({"digests": applied.digests, "appliedAt": applied.applied_at, "snapshot": snap},
-                          sort_keys=True).encode()
+        data = json.dumps(
+            {"digests": applied.digests, "appliedAt": applied.applied_at, "snapshot": snap},
+            sort_keys=True,
+        ).encode()
         if data == self._saved:
             return  # nothing changed: no disk write on the idle path
         self.dir.mkdir(parents=True, exist_ok=True)

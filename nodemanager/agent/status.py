@@ -7,8 +7,9 @@ agent writes nothing.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 
 @dataclass
@@ -21,20 +22,44 @@ class ConfigSetOutcome:
     last_applied: str | None = None
 
 
-def _condition(previous: Mapping[str, dict], type_: str, ok: bool, reason: str, message: str,
-               generation: int, now: str) -> dict[str, Any]:
+def _condition(
+    previous: Mapping[str, dict],
+    type_: str,
+    ok: bool,
+    reason: str,
+    message: str,
+    generation: int,
+    now: str,
+) -> dict[str, Any]:
     status = "True" if ok else "False"
     prior = previous.get(type_)
     since = prior["lastTransitionTime"] if prior and prior.get("status") == status else now
-    return {"type": type_, "status": status, "reason": reason, "message": message[:2048],
-            "observedGeneration": generation, "lastTransitionTime": since}
+    return {
+        "type": type_,
+        "status": status,
+        "reason": reason,
+        "message": message[:2048],
+        "observedGeneration": generation,
+        "lastTransitionTime": since,
+    }
 
 
-def compute(*, observed: Mapping[str, Any], agent_version: str, outcomes: list[ConfigSetOutcome],
-            previous: Mapping[str, Any], generation: int, now: str) -> dict[str, Any]:
+def compute(
+    *,
+    observed: Mapping[str, Any],
+    agent_version: str,
+    outcomes: list[ConfigSetOutcome],
+    previous: Mapping[str, Any],
+    generation: int,
+    now: str,
+) -> dict[str, Any]:
     entries = []
     for o in sorted(outcomes, key=lambda o: o.name):
-        entry: dict[str, Any] = {"name": o.name, "resourceVersion": o.resource_version, "generation": o.generation}
+        entry: dict[str, Any] = {
+            "name": o.name,
+            "resourceVersion": o.resource_version,
+            "generation": o.generation,
+        }
         if o.last_applied:
             entry["lastApplied"] = o.last_applied
         entry["error"] = "; ".join(o.errors)
@@ -48,18 +73,54 @@ def compute(*, observed: Mapping[str, Any], agent_version: str, outcomes: list[C
     if failed:
         applied_msg = "; ".join(f"{o.name}: {'; '.join(o.errors)}" for o in failed)
     else:
-        applied_msg = f"{len(outcomes)} ConfigSets applied" if outcomes else "no ConfigSet matches this node"
+        applied_msg = (
+            f"{len(outcomes)} ConfigSets applied" if outcomes else "no ConfigSet matches this node"
+        )
     conditions = [
-        _condition(prior, "Ready", not failed, "Reconciled" if not failed else "ApplyFailed",
-                   "agent is running and the host matches its ConfigSets" if not failed else applied_msg, generation, now),
-        _condition(prior, "Applied", not failed, "Applied" if not failed else "ApplyFailed", applied_msg, generation, now),
-        _condition(prior, "Degraded", bool(failed), "ApplyFailed" if failed else "AsExpected",
-                   applied_msg if failed else "", generation, now),
-        _condition(prior, "Conflicted", bool(conflicted), "ConflictingDeclarations" if conflicted else "NoConflicts",
-                   ", ".join(conflicted), generation, now),
+        _condition(
+            prior,
+            "Ready",
+            not failed,
+            "Reconciled" if not failed else "ApplyFailed",
+            "agent is running and the host matches its ConfigSets" if not failed else applied_msg,
+            generation,
+            now,
+        ),
+        _condition(
+            prior,
+            "Applied",
+            not failed,
+            "Applied" if not failed else "ApplyFailed",
+            applied_msg,
+            generation,
+            now,
+        ),
+        _condition(
+            prior,
+            "Degraded",
+            bool(failed),
+            "ApplyFailed" if failed else "AsExpected",
+            applied_msg if failed else "",
+            generation,
+            now,
+        ),
+        _condition(
+            prior,
+            "Conflicted",
+            bool(conflicted),
+            "ConflictingDeclarations" if conflicted else "NoConflicts",
+            ", ".join(conflicted),
+            generation,
+            now,
+        ),
     ]
-    return {**observed, "agentVersion": agent_version, "observedGeneration": generation,
-            "configsets": entries, "conditions": conditions}
+    return {
+        **observed,
+        "agentVersion": agent_version,
+        "observedGeneration": generation,
+        "configsets": entries,
+        "conditions": conditions,
+    }
 
 
 def differs(wanted: Mapping[str, Any], current: Mapping[str, Any]) -> bool:

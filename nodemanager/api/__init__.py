@@ -20,6 +20,17 @@ from nodemanager.api.errors import FieldError, InvalidObject
 from nodemanager.api.node import Node
 
 __all__ = [
-    "ConfigSet", "Execution", "Node", "File", "FieldError", "InvalidObject", "LabelSelector", "Notify",
-    "Package", "Ref", "Requirement", "Service", "parse_duration",
+    "ConfigSet",
+    "Execution",
+    "Node",
+    "File",
+    "FieldError",
+    "InvalidObject",
+    "LabelSelector",
+    "Notify",
+    "Package",
+    "Ref",
+    "Requirement",
+    "Service",
+    "parse_duration",
 ]

@@ -9,8 +9,9 @@ objects written to the API server.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from nodemanager.api.errors import FieldError, InvalidObject
 from nodemanager.api.reader import Reader
@@ -122,7 +123,7 @@ class ConfigSet:
     notifies: tuple[Notify, ...] = field(default=())
 
     @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> "ConfigSet":
+    def from_dict(cls, raw: Mapping[str, Any]) -> ConfigSet:
         """Parse one ConfigSet object; raise InvalidObject naming every bad field."""
         errors: list[FieldError] = []
         root = Reader(raw, "", errors)
@@ -169,7 +170,9 @@ def _package(r: Reader) -> Package:
 
 
 def _refs(r: Reader, name: str) -> tuple[Ref, ...]:
-    return tuple(Ref(name=i.string("name", required=True) or "", key=i.string("key")) for i in r.items(name))
+    return tuple(
+        Ref(name=i.string("name", required=True) or "", key=i.string("key")) for i in r.items(name)
+    )
 
 
 def _file(r: Reader) -> File:
@@ -192,7 +195,10 @@ def _file(r: Reader) -> File:
     if f.ensure == "symlink" and not f.target:
         r.error("target", "required when ensure is symlink")
     if f.ensure != "file" and (f.content is not None or f.template is not None):
-        r.error("content" if f.content is not None else "template", f"not allowed when ensure is {f.ensure}")
+        r.error(
+            "content" if f.content is not None else "template",
+            f"not allowed when ensure is {f.ensure}",
+        )
     if f.purge and f.ensure != "directory":
         r.error("purge", "only allowed when ensure is directory")
     return f

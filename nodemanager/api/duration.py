@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_PART = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")  # longer units first: "ms" is not "m" + "s"
+_PART = re.compile(
+    r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)"
+)  # longer units first: "ms" is not "m" + "s"
 
 
 def parse_duration(text: str) -> float:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from nodemanager.api.errors import FieldError, InvalidObject
 from nodemanager.api.reader import Reader
@@ -19,7 +20,7 @@ class Node:
     generation: int = 0
 
     @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> "Node":
+    def from_dict(cls, raw: Mapping[str, Any]) -> Node:
         errors: list[FieldError] = []
         meta = Reader(raw, "", errors).child("metadata")
         node = cls(

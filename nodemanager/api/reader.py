@@ -7,7 +7,8 @@ message instead of a fix-one-rerun loop.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from nodemanager.api.errors import FieldError
 
@@ -36,10 +37,10 @@ class Reader:
     def has(self, name: str) -> bool:
         return self._raw.get(name) is not None
 
-    def child(self, name: str) -> "Reader":
+    def child(self, name: str) -> Reader:
         return Reader(self._raw.get(name), self._field(name), self._errors)
 
-    def items(self, name: str) -> Iterator["Reader"]:
+    def items(self, name: str) -> Iterator[Reader]:
         value = self._raw.get(name)
         if value is None:
             return
@@ -49,22 +50,36 @@ class Reader:
         for i, item in enumerate(value):
             yield Reader(item, f"{self._field(name)}[{i}]", self._errors)
 
-    def string(self, name: str, *, required: bool = False, pattern: re.Pattern | None = None,
-               hint: str | None = None, strip: bool = True, numbers: bool = True) -> str | None:
+    def string(
+        self,
+        name: str,
+        *,
+        required: bool = False,
+        pattern: re.Pattern | None = None,
+        hint: str | None = None,
+        strip: bool = True,
+        numbers: bool = True,
+    ) -> str | None:
         """A string field; ``numbers`` accepts YAML's unquoted numbers (``version: 1.2``) as text."""
         value = self._raw.get(name, _MISSING)
         if value is _MISSING or value is None:
             if required:
                 self.error(name, "required")
             return None
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)) or ((not strip or not numbers) and not isinstance(value, str)):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (str, int, float))
+            or ((not strip or not numbers) and not isinstance(value, str))
+        ):
             self.error(name, f"must be a string, not {type(value).__name__}")
             return None
         value = str(value)
         if required and not value.strip():
             self.error(name, "must not be empty")
         elif pattern is not None and not pattern.match(value):
-            self.error(name, f"{value!r} is not {hint or 'valid (pattern ' + pattern.pattern + ')'}")
+            self.error(
+                name, f"{value!r} is not {hint or 'valid (pattern ' + pattern.pattern + ')'}"
+            )
         return value
 
     def strings(self, name: str) -> tuple[str, ...]:
@@ -103,7 +118,9 @@ class Reader:
             return default
         return value
 
-    def choice(self, name: str, allowed: tuple[str, ...], *, default: str | None, required: bool = False):
+    def choice(
+        self, name: str, allowed: tuple[str, ...], *, default: str | None, required: bool = False
+    ):
         value = self._raw.get(name)
         if value is None:
             if required:

@@ -20,7 +20,9 @@ from nodemanager.kube import tokens
 log = logging.getLogger(__name__)
 
 
-def node_kubeconfig(kubeconfig: str, hostname: str, namespace: str, seconds: int) -> tuple[str, float]:
+def node_kubeconfig(
+    kubeconfig: str, hostname: str, namespace: str, seconds: int
+) -> tuple[str, float]:
     """A kubeconfig (YAML text) for the node's account, requested with ``kubeconfig``'s
     credentials; and the token's lifetime in seconds as granted."""
     server, ca = tokens.cluster_of(kubeconfig)
@@ -57,7 +59,9 @@ class TokenRenewer:
 
     def renew(self) -> None:
         c = tokens.claims(tokens.token_of(self.kubeconfig))
-        text, granted = node_kubeconfig(self.kubeconfig, self.hostname, self.namespace, int(c["exp"] - c["iat"]))
+        text, granted = node_kubeconfig(
+            self.kubeconfig, self.hostname, self.namespace, int(c["exp"] - c["iat"])
+        )
         write_kubeconfig(self.kubeconfig, text)
         log.info("renewed the node token; new lifetime %.0f s", granted)
 

@@ -25,16 +25,30 @@ def service_account(hostname: str) -> str:
 
 
 def _role(name: str, namespace: str, rules: list[dict]) -> dict[str, Any]:
-    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-            "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/name": "nodemanager"}},
-            "rules": rules}
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"app.kubernetes.io/name": "nodemanager"},
+        },
+        "rules": rules,
+    }
 
 
 def _binding(name: str, namespace: str, sa: str) -> dict[str, Any]:
-    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/name": "nodemanager"}},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-            "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": namespace}]}
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"app.kubernetes.io/name": "nodemanager"},
+        },
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": namespace}],
+    }
 
 
 def node_rules(hostname: str) -> list[dict[str, Any]]:
@@ -43,12 +57,20 @@ def node_rules(hostname: str) -> list[dict[str, Any]]:
         {"apiGroups": [GROUP], "resources": ["configsets"], "verbs": read},
         # All nodes are template data (nodes[]); writes are limited to its own object below.
         {"apiGroups": [GROUP], "resources": ["managednodes"], "verbs": [*read, "create"]},
-        {"apiGroups": [GROUP], "resources": ["managednodes", "managednodes/status"],
-         "resourceNames": [hostname], "verbs": ["update", "patch"]},
+        {
+            "apiGroups": [GROUP],
+            "resources": ["managednodes", "managednodes/status"],
+            "resourceNames": [hostname],
+            "verbs": ["update", "patch"],
+        },
         {"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": read},
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
-        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": [hostname],
-         "verbs": ["get", "update", "patch"]},
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "resourceNames": [hostname],
+            "verbs": ["get", "update", "patch"],
+        },
         {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
     ]
 
@@ -59,29 +81,58 @@ def admission_policy() -> list[dict[str, Any]]:
     labels = "(has(object.metadata.labels) ? object.metadata.labels : {})"
     old_labels = "(request.operation == 'UPDATE' && has(oldObject.metadata.labels) ? oldObject.metadata.labels : {})"
     return [
-        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-         "metadata": {"name": POLICY},
-         "spec": {
-             "failurePolicy": "Fail",
-             "matchConstraints": {"resourceRules": [{
-                 "apiGroups": [GROUP], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"],
-                 "resources": ["managednodes", "managednodes/status"]}]},
-             "matchConditions": [{
-                 "name": "is-a-node-account",
-                 "expression": "request.userInfo.username.startsWith('system:serviceaccount:' + request.namespace + ':nodemanager-')"}],
-             "validations": [
-                 {"expression": "request.userInfo.username == 'system:serviceaccount:' + request.namespace + ':nodemanager-' + object.metadata.name",
-                  "message": "a node may only write the ManagedNode named after it", "reason": "Forbidden"},
-                 {"expression": "request.operation != 'UPDATE' || (has(object.spec) ? object.spec : {}) == (has(oldObject.spec) ? oldObject.spec : {})",
-                  "message": "spec is set by administrators, not by nodes", "reason": "Forbidden"},
-                 {"expression": f"{labels}.all(k, {own} || (k in {old_labels} && {old_labels}[k] == {labels}[k]))",
-                  "message": f"a node may only set its managed labels and labels under {SELF_LABEL_PREFIX}", "reason": "Forbidden"},
-                 {"expression": f"{old_labels}.all(k, {own} || (k in {labels} && {labels}[k] == {old_labels}[k]))",
-                  "message": "a node may not remove or change labels set by administrators", "reason": "Forbidden"},
-             ]}},
-        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
-         "metadata": {"name": POLICY},
-         "spec": {"policyName": POLICY, "validationActions": ["Deny"]}},
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": POLICY},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {
+                    "resourceRules": [
+                        {
+                            "apiGroups": [GROUP],
+                            "apiVersions": ["*"],
+                            "operations": ["CREATE", "UPDATE"],
+                            "resources": ["managednodes", "managednodes/status"],
+                        }
+                    ]
+                },
+                "matchConditions": [
+                    {
+                        "name": "is-a-node-account",
+                        "expression": "request.userInfo.username.startsWith('system:serviceaccount:' + request.namespace + ':nodemanager-')",
+                    }
+                ],
+                "validations": [
+                    {
+                        "expression": "request.userInfo.username == 'system:serviceaccount:' + request.namespace + ':nodemanager-' + object.metadata.name",
+                        "message": "a node may only write the ManagedNode named after it",
+                        "reason": "Forbidden",
+                    },
+                    {
+                        "expression": "request.operation != 'UPDATE' || (has(object.spec) ? object.spec : {}) == (has(oldObject.spec) ? oldObject.spec : {})",
+                        "message": "spec is set by administrators, not by nodes",
+                        "reason": "Forbidden",
+                    },
+                    {
+                        "expression": f"{labels}.all(k, {own} || (k in {old_labels} && {old_labels}[k] == {labels}[k]))",
+                        "message": f"a node may only set its managed labels and labels under {SELF_LABEL_PREFIX}",
+                        "reason": "Forbidden",
+                    },
+                    {
+                        "expression": f"{old_labels}.all(k, {own} || (k in {labels} && {labels}[k] == {old_labels}[k]))",
+                        "message": "a node may not remove or change labels set by administrators",
+                        "reason": "Forbidden",
+                    },
+                ],
+            },
+        },
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": POLICY},
+            "spec": {"policyName": POLICY, "validationActions": ["Deny"]},
+        },
     ]
 
 
@@ -90,13 +141,30 @@ def manifests(hostname: str, namespace: str = "nodemanager") -> list[dict[str, A
     sa = service_account(hostname)
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
-        {"apiVersion": "v1", "kind": "ServiceAccount",
-         "metadata": {"name": sa, "namespace": namespace, "labels": {"app.kubernetes.io/name": "nodemanager"}}},
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {
+                "name": sa,
+                "namespace": namespace,
+                "labels": {"app.kubernetes.io/name": "nodemanager"},
+            },
+        },
         _role(f"nodemanager-node-{hostname}", namespace, node_rules(hostname)),
         _binding(f"nodemanager-node-{hostname}", namespace, sa),
         # The node renews its own token, and only its own.
-        _role(f"nodemanager-token-{hostname}", namespace, [
-            {"apiGroups": [""], "resources": ["serviceaccounts/token"], "resourceNames": [sa], "verbs": ["create"]}]),
+        _role(
+            f"nodemanager-token-{hostname}",
+            namespace,
+            [
+                {
+                    "apiGroups": [""],
+                    "resources": ["serviceaccounts/token"],
+                    "resourceNames": [sa],
+                    "verbs": ["create"],
+                }
+            ],
+        ),
         _binding(f"nodemanager-token-{hostname}", namespace, sa),
         *admission_policy(),
     ]

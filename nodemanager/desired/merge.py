@@ -11,8 +11,9 @@ is usually built.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Union
+from typing import Union
 
 from nodemanager.api import ConfigSet, Execution, File, Package, Service
 

@@ -8,7 +8,7 @@ applied to every host by accident.
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from nodemanager.api import ConfigSet, LabelSelector, Requirement
 

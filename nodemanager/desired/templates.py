@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any
 
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
@@ -28,7 +29,9 @@ class TemplateData:
 
     node: Node
     nodes: tuple[Node, ...] = ()
-    secrets: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # name -> key -> base64 (as the API gives it)
+    secrets: Mapping[str, Mapping[str, str]] = field(
+        default_factory=dict
+    )  # name -> key -> base64 (as the API gives it)
     configmaps: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # name -> key -> text
 
 
@@ -74,7 +77,9 @@ def _hex(value: str | bytes | Binary) -> str:
 
 
 def _environment() -> SandboxedEnvironment:
-    env = SandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+    env = SandboxedEnvironment(
+        undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False
+    )
     env.filters["b64decode"] = _b64decode
     env.filters["b64encode"] = _b64encode
     env.filters["hex"] = _hex
@@ -84,8 +89,9 @@ def _environment() -> SandboxedEnvironment:
 _ENV = _environment()
 
 
-def _merge_refs(refs: tuple[Ref, ...], source: Mapping[str, Mapping[str, str]], kind: str,
-                decode: bool) -> dict[str, str | Binary]:
+def _merge_refs(
+    refs: tuple[Ref, ...], source: Mapping[str, Mapping[str, str]], kind: str, decode: bool
+) -> dict[str, str | Binary]:
     merged: dict[str, str | Binary] = {}
     for ref in refs:
         data = source.get(ref.name)
@@ -135,7 +141,9 @@ def render_file(f: File, data: TemplateData) -> Rendered:
     return Rendered(text, secret=bool(f.secret_refs))
 
 
-def render_templates(desired: DesiredState, data: TemplateData) -> tuple[DesiredState, dict[str, Rendered], dict[str, str]]:
+def render_templates(
+    desired: DesiredState, data: TemplateData
+) -> tuple[DesiredState, dict[str, Rendered], dict[str, str]]:
     """Render every template file. Returns the desired state without failed files, the rendered
     contents by path, and the failures by resource id (``file:/path`` -> message)."""
     contents: dict[str, Rendered] = {}
@@ -148,10 +156,11 @@ def render_templates(desired: DesiredState, data: TemplateData) -> tuple[Desired
             contents[r.key] = render_file(r.spec, data)
         except TemplateError as e:
             owner = by_name.get(r.configsets[0])
-            index = next((i for i, f in enumerate(owner.files) if f.path == r.key), 0) if owner else 0
+            index = (
+                next((i for i, f in enumerate(owner.files) if f.path == r.key), 0) if owner else 0
+            )
             failures[r.id] = f"TemplateError: spec.files[{index}].template: {e}"
     if not failures:
         return desired, contents, failures
     kept = tuple(r for r in desired.resources if r.id not in failures)
     return replace(desired, resources=kept), contents, failures
-

@@ -10,13 +10,17 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from nodemanager.executor.errors import MissingModules
 from nodemanager.playbook.build import module_of
 
-COLLECTIONS_PATH = Path(os.environ.get("NODEMANAGER_COLLECTIONS_PATH", Path(__file__).resolve().parents[2] / "collections"))
+COLLECTIONS_PATH = Path(
+    os.environ.get(
+        "NODEMANAGER_COLLECTIONS_PATH", Path(__file__).resolve().parents[2] / "collections"
+    )
+)
 
 
 def private_dir(parent: str | None = None) -> Path:
@@ -69,7 +73,14 @@ def check_modules(modules: Iterable[str]) -> None:
         namespace, collection, name = module.split(".")
         if namespace == "ansible" and collection == "builtin":
             continue
-        base = COLLECTIONS_PATH / "ansible_collections" / namespace / collection / "plugins" / "modules"
+        base = (
+            COLLECTIONS_PATH
+            / "ansible_collections"
+            / namespace
+            / collection
+            / "plugins"
+            / "modules"
+        )
         if not (base / f"{name}.py").exists():
             missing.append(module)
     if missing:

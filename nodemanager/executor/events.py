@@ -7,8 +7,9 @@ should be none) is reported under the resource "unknown" rather than guessed.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from nodemanager.playbook.build import TaskOrigin
 
@@ -52,10 +53,14 @@ def _diff(res: Mapping[str, Any]) -> str:
     for d in diffs:
         before, after = d.get("before", ""), d.get("after", "")
         if isinstance(before, str) and isinstance(after, str) and before != after:
-            out.extend(difflib.unified_diff(
-                before.splitlines(keepends=True), after.splitlines(keepends=True),
-                fromfile=str(d.get("before_header", "before")), tofile=str(d.get("after_header", "after")),
-            ))
+            out.extend(
+                difflib.unified_diff(
+                    before.splitlines(keepends=True),
+                    after.splitlines(keepends=True),
+                    fromfile=str(d.get("before_header", "before")),
+                    tofile=str(d.get("after_header", "after")),
+                )
+            )
         elif d.get("prepared"):
             out.append(str(d["prepared"]))
     return "".join(out)
@@ -79,7 +84,9 @@ def to_result(event: Mapping[str, Any], origins: Mapping[str, TaskOrigin]) -> Ta
         configsets=origin.configsets if origin else (),
         status=status,
         # no_log results are censored by Ansible already; never carry anything from them.
-        message="" if secret and status != "failed" else ("output hidden: task handles a Secret" if secret else _message(res)),
+        message=""
+        if secret and status != "failed"
+        else ("output hidden: task handles a Secret" if secret else _message(res)),
         diff="" if secret else _diff(res),
         handler=origin.handler if origin else False,
         module=str(data.get("resolved_action") or data.get("task_action") or ""),

@@ -64,19 +64,31 @@ def _copy(params: dict[str, Any], check: bool, want_diff: bool) -> str | None:
     content = str(params["content"]).encode()
     diff = ""
     if want_diff and before is not None:
-        diff = "".join(difflib.unified_diff(before.decode(errors="replace").splitlines(True),
-                                            content.decode(errors="replace").splitlines(True),
-                                            fromfile=f"before: {path}", tofile=f"after: {path}"))
+        diff = "".join(
+            difflib.unified_diff(
+                before.decode(errors="replace").splitlines(True),
+                content.decode(errors="replace").splitlines(True),
+                fromfile=f"before: {path}",
+                tofile=f"after: {path}",
+            )
+        )
     if not check:
         if before != content:
-            write_atomic(path, content, mode=int(str(params["mode"]), 8) if params.get("mode") else mode)
+            write_atomic(
+                path, content, mode=int(str(params["mode"]), 8) if params.get("mode") else mode
+            )
         _set_attrs(path, params, ids)
     return diff
 
 
 def _directory(params: dict[str, Any], check: bool) -> str | None:
     path, ids = Path(str(params["path"])), _ids(params)
-    if ids is None or not path.parent.is_dir() or (path.exists() and not path.is_dir()) or path.is_symlink():
+    if (
+        ids is None
+        or not path.parent.is_dir()
+        or (path.exists() and not path.is_dir())
+        or path.is_symlink()
+    ):
         return None
     if not check:
         path.mkdir(exist_ok=True)
@@ -94,35 +106,72 @@ def _command(task: dict[str, Any], origin: TaskOrigin) -> TaskResult:
     params = task["ansible.builtin.command"]
     argv = [str(a) for a in params["argv"]]
     try:
-        proc = subprocess.run(argv, cwd=str(params.get("chdir") or "/"), stdin=subprocess.DEVNULL,
-                              capture_output=True, text=True, errors="replace")
+        proc = subprocess.run(
+            argv,
+            cwd=str(params.get("chdir") or "/"),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+        )
     except OSError as e:  # not found, not executable: the same failure Ansible reports
-        return TaskResult(task["name"], origin.resource, origin.configsets, "failed", message=f"{argv[0]}: {e.strerror}",
-                          handler=origin.handler, module="native")
+        return TaskResult(
+            task["name"],
+            origin.resource,
+            origin.configsets,
+            "failed",
+            message=f"{argv[0]}: {e.strerror}",
+            handler=origin.handler,
+            module="native",
+        )
     if proc.returncode != 0:
         detail = proc.stderr.strip()[-500:] or proc.stdout.strip()[-500:]
-        return TaskResult(task["name"], origin.resource, origin.configsets, "failed", handler=origin.handler,
-                          message=f"{' '.join(argv)} exited {proc.returncode}" + (f": {detail}" if detail else ""),
-                          module="native")
-    return TaskResult(task["name"], origin.resource, origin.configsets, "changed", handler=origin.handler, module="native")
+        return TaskResult(
+            task["name"],
+            origin.resource,
+            origin.configsets,
+            "failed",
+            handler=origin.handler,
+            message=f"{' '.join(argv)} exited {proc.returncode}"
+            + (f": {detail}" if detail else ""),
+            module="native",
+        )
+    return TaskResult(
+        task["name"],
+        origin.resource,
+        origin.configsets,
+        "changed",
+        handler=origin.handler,
+        module="native",
+    )
 
 
 def is_command(task: dict[str, Any]) -> bool:
-    return "ansible.builtin.command" in task and "argv" in task["ansible.builtin.command"] and "when" not in task
+    return (
+        "ansible.builtin.command" in task
+        and "argv" in task["ansible.builtin.command"]
+        and "when" not in task
+    )
 
 
-def try_native(task: dict[str, Any], origin: TaskOrigin, *, check: bool, diff: bool, commands: bool) -> Native | None:
+def try_native(
+    task: dict[str, Any], origin: TaskOrigin, *, check: bool, diff: bool, commands: bool
+) -> Native | None:
     """Apply one not-converged task natively, or None to leave it to Ansible. ``commands``: whether
     an execution may run here (only when everything before it in the play is already done)."""
     if is_command(task):
         return Native(_command(task, origin), ()) if commands and not check else None
     if "ansible.builtin.copy" in task and "content" in task["ansible.builtin.copy"]:
         done = _copy(task["ansible.builtin.copy"], check, diff and not origin.secret)
-    elif "ansible.builtin.file" in task and task["ansible.builtin.file"].get("state") == "directory":
+    elif (
+        "ansible.builtin.file" in task and task["ansible.builtin.file"].get("state") == "directory"
+    ):
         done = _directory(task["ansible.builtin.file"], check)
     else:
         return None
     if done is None:
         return None
-    result = TaskResult(task["name"], origin.resource, origin.configsets, "changed", diff=done, module="native")
+    result = TaskResult(
+        task["name"], origin.resource, origin.configsets, "changed", diff=done, module="native"
+    )
     return Native(result, tuple(task.get("notify") or ()))

@@ -16,8 +16,9 @@ import pwd
 import shutil
 import stat
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from nodemanager.playbook.build import Plan, module_of
 
@@ -61,8 +62,12 @@ def _file(params: dict[str, Any]) -> bool:
     if state == "absent":
         return False
     if state == "link":
-        return stat.S_ISLNK(st.st_mode) and os.readlink(path) == str(params["src"]) and \
-            params.get("owner") is None and params.get("group") is None
+        return (
+            stat.S_ISLNK(st.st_mode)
+            and os.readlink(path) == str(params["src"])
+            and params.get("owner") is None
+            and params.get("group") is None
+        )
     if state == "directory":
         return stat.S_ISDIR(st.st_mode) and _attrs_match(st, params)
     if state == "touch":
@@ -86,7 +91,11 @@ def _purge(params: dict[str, Any]) -> bool:
             full = os.path.join(dirpath, name)
             if full not in keep and full not in parents:
                 return False
-        dirs[:] = [d for d in dirs if os.path.join(dirpath, d) in parents and os.path.join(dirpath, d) not in keep]
+        dirs[:] = [
+            d
+            for d in dirs
+            if os.path.join(dirpath, d) in parents and os.path.join(dirpath, d) not in keep
+        ]
     return True
 
 
@@ -99,7 +108,9 @@ def _systemd_service(params: dict[str, Any]) -> bool:
         if active != (state == "started"):
             return False
     if enabled is not None:
-        out = subprocess.run(["systemctl", "is-enabled", name], capture_output=True, text=True).stdout.strip()
+        out = subprocess.run(
+            ["systemctl", "is-enabled", name], capture_output=True, text=True
+        ).stdout.strip()
         if (out == "enabled") != bool(enabled):
             return False
     return state is not None or enabled is not None
@@ -161,4 +172,3 @@ def converged_tasks(plan: Plan) -> set[str]:
             except (OSError, ValueError, KeyError):
                 pass  # not sure: Ansible decides
     return done
-

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Callable
 
 from nodemanager.executor import config, native, probe
 from nodemanager.executor.errors import ExecutorError
@@ -35,11 +35,20 @@ class RunResult:
         """Why the run failed as a whole, for when no single task did."""
         if not self.ansible:
             return self.message
-        return f"ansible-runner ended {self.status} (rc {self.rc})" + (f": {self.message}" if self.message else "")
+        return f"ansible-runner ended {self.status} (rc {self.rc})" + (
+            f": {self.message}" if self.message else ""
+        )
 
 
-def apply(plan: Plan, *, fast: bool = True, check: bool = False, diff: bool = False,
-          on_result: Callable[[TaskResult], None] | None = None, **kwargs) -> RunResult:
+def apply(
+    plan: Plan,
+    *,
+    fast: bool = True,
+    check: bool = False,
+    diff: bool = False,
+    on_result: Callable[[TaskResult], None] | None = None,
+    **kwargs,
+) -> RunResult:
     """Apply ``plan`` with the fast path: tasks proven converged are reported ok, changed file
     content and directories are written natively, executions run natively while nothing before
     them is left to Ansible, and only the rest, with the handlers the native writes notified,
@@ -62,7 +71,13 @@ def apply(plan: Plan, *, fast: bool = True, check: bool = False, diff: bool = Fa
 
     def natively(task: dict) -> bool:
         try:
-            done = native.try_native(task, plan.origins[task["name"]], check=check, diff=diff, commands=not left_to_ansible)
+            done = native.try_native(
+                task,
+                plan.origins[task["name"]],
+                check=check,
+                diff=diff,
+                commands=not left_to_ansible,
+            )
         except OSError as e:
             log.info("native write of %s left to Ansible: %s", task["name"], e)
             done = None
@@ -86,19 +101,32 @@ def apply(plan: Plan, *, fast: bool = True, check: bool = False, diff: bool = Fa
         handlers = play.get("handlers", [])
         forced = [h for h in handlers if notified & set(h.get("listen", ()))]
         tasks = [t for t in play["tasks"] if t["name"] not in handled]
-        tasks += [{k: v for k, v in h.items() if k != "listen"} for h in forced if h["name"] not in handled]
+        tasks += [
+            {k: v for k, v in h.items() if k != "listen"}
+            for h in forced
+            if h["name"] not in handled
+        ]
         rest = {**play, "tasks": tasks, "handlers": [h for h in handlers if h not in forced]}
         if not rest["handlers"]:
             del rest["handlers"]
         plays.append(rest)
     if not any(play["tasks"] for play in plays):
         return RunResult("successful", 0, tuple(local), ansible=False)
-    ran = execute(replace(plan, playbook=plays), check=check, diff=diff, on_result=on_result, **kwargs)
+    ran = execute(
+        replace(plan, playbook=plays), check=check, diff=diff, on_result=on_result, **kwargs
+    )
     return replace(ran, results=tuple(local) + ran.results)
 
 
-def execute(plan: Plan, *, check: bool = False, diff: bool = False, work_dir: str | None = None,
-            on_result: Callable[[TaskResult], None] | None = None, keep_dir: bool = False) -> RunResult:
+def execute(
+    plan: Plan,
+    *,
+    check: bool = False,
+    diff: bool = False,
+    work_dir: str | None = None,
+    on_result: Callable[[TaskResult], None] | None = None,
+    keep_dir: bool = False,
+) -> RunResult:
     """Run ``plan`` through ansible-runner. ``on_result`` sees each task outcome as it happens."""
     import ansible_runner  # here, not at the top: an agent the fast path serves never pays for it
 
@@ -138,7 +166,12 @@ def execute(plan: Plan, *, check: bool = False, diff: bool = False, work_dir: st
         except OSError as e:  # no pseudo-terminal, no ansible-playbook: say so, not a traceback
             raise ExecutorError(f"cannot start ansible-playbook: {e}") from e
         message = _startup_error(runner) if runner.status != "successful" and not results else ""
-        return RunResult(runner.status, runner.rc if runner.rc is not None else -1, tuple(results), message=message)
+        return RunResult(
+            runner.status,
+            runner.rc if runner.rc is not None else -1,
+            tuple(results),
+            message=message,
+        )
     finally:
         if keep_dir:
             log.info("private data dir kept at %s", private)

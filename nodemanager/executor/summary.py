@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from nodemanager.desired.merge import DesiredState
 from nodemanager.executor.events import TaskResult
@@ -37,10 +37,15 @@ def resource_outcomes(results: list[TaskResult] | tuple[TaskResult, ...]) -> dic
     return worst
 
 
-def summarize(desired: DesiredState, results, errors: Mapping[str, str] | None = None) -> dict[str, ConfigSetSummary]:
+def summarize(
+    desired: DesiredState, results, errors: Mapping[str, str] | None = None
+) -> dict[str, ConfigSetSummary]:
     """Per-ConfigSet counts; ``errors`` (resource id -> message) are resources that could not be
     planned or rendered, counted as failed for the ConfigSets declaring them."""
-    summaries = {cs.name: ConfigSetSummary(cs.name, conflicts=desired.conflicts_of(cs.name)) for cs in desired.configsets}
+    summaries = {
+        cs.name: ConfigSetSummary(cs.name, conflicts=desired.conflicts_of(cs.name))
+        for cs in desired.configsets
+    }
     owners = {r.id: r.configsets for r in desired.resources}
     for resource, message in (errors or {}).items():
         for name in owners.get(resource, ()):

@@ -24,7 +24,10 @@ def _add(out: dict, name: str, address: str) -> None:
 
 
 def _sorted(out: dict) -> dict[str, dict[str, list[str]]]:
-    return {name: {k: sorted(v, key=ipaddress.ip_address) for k, v in fams.items()} for name, fams in sorted(out.items())}
+    return {
+        name: {k: sorted(v, key=ipaddress.ip_address) for k, v in fams.items()}
+        for name, fams in sorted(out.items())
+    }
 
 
 def parse_ip_json(text: str) -> dict[str, dict[str, list[str]]]:
@@ -34,7 +37,10 @@ def parse_ip_json(text: str) -> dict[str, dict[str, list[str]]]:
         if "LOOPBACK" in link.get("flags", []):
             continue
         for addr in link.get("addr_info", []):
-            if addr.get("family") in ("inet", "inet6") and addr.get("scope", "global") in ("global", "site"):
+            if addr.get("family") in ("inet", "inet6") and addr.get("scope", "global") in (
+                "global",
+                "site",
+            ):
                 _add(out, link["ifname"], addr["local"])
     return _sorted(out)
 
@@ -60,5 +66,9 @@ def parse_ifconfig(text: str) -> dict[str, dict[str, list[str]]]:
 
 def interfaces() -> dict[str, dict[str, list[str]]]:
     if shutil.which("ip"):
-        return parse_ip_json(subprocess.run(["ip", "-j", "addr"], capture_output=True, text=True, check=True).stdout)
-    return parse_ifconfig(subprocess.run(["ifconfig"], capture_output=True, text=True, check=True).stdout)
+        return parse_ip_json(
+            subprocess.run(["ip", "-j", "addr"], capture_output=True, text=True, check=True).stdout
+        )
+    return parse_ifconfig(
+        subprocess.run(["ifconfig"], capture_output=True, text=True, check=True).stdout
+    )

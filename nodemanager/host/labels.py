@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import re
 import socket
-from typing import Mapping
+from collections.abc import Mapping
 
 from nodemanager.host.osinfo import OsRelease
 
-MANAGED_KEYS = ("kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch", "nodemanager.io/os")
+MANAGED_KEYS = (
+    "kubernetes.io/hostname",
+    "kubernetes.io/os",
+    "kubernetes.io/arch",
+    "nodemanager.io/os",
+)
 _NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
@@ -23,12 +28,16 @@ def check_key(key: str) -> None:
     if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
         raise ValueError(f"label {key!r}: prefix must be a DNS subdomain")
     if len(name) > 63 or not _NAME.match(name):
-        raise ValueError(f"label {key!r}: name must be 63 characters or less, alphanumerics with -_. inside")
+        raise ValueError(
+            f"label {key!r}: name must be 63 characters or less, alphanumerics with -_. inside"
+        )
 
 
 def check_value(key: str, value: str) -> None:
     if value and (len(value) > 63 or not _NAME.match(value)):
-        raise ValueError(f"label {key!r}: value {value!r} must be 63 characters or less, alphanumerics with -_. inside")
+        raise ValueError(
+            f"label {key!r}: value {value!r} must be 63 characters or less, alphanumerics with -_. inside"
+        )
 
 
 def parse_label_args(text: str) -> dict[str, str]:
@@ -44,8 +53,9 @@ def parse_label_args(text: str) -> dict[str, str]:
     return labels
 
 
-def node_labels(hostname: str, os_release: OsRelease, arch: str, system: str,
-                custom: Mapping[str, str] = {}) -> dict[str, str]:
+def node_labels(
+    hostname: str, os_release: OsRelease, arch: str, system: str, custom: Mapping[str, str] = {}
+) -> dict[str, str]:
     for key in custom:
         if key in MANAGED_KEYS:
             raise ValueError(f"label {key!r} is managed by nodemanager and cannot be set by hand")

@@ -4,7 +4,8 @@ data and a warning: one broken tool must not stop the agent from reporting the r
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from nodemanager.host.interfaces import interfaces
 from nodemanager.host.osinfo import read_os_release
@@ -25,7 +26,9 @@ def _safe(name: str, collect: Callable[[], Any], empty: Any) -> Any:
 def observe(root: str = "/", ssh_dir: str = "/etc/ssh") -> dict[str, Any]:
     release = _safe("os-release", lambda: read_os_release(root), None)
     return {
-        "release": (release.pretty_name or f"{release.id} {release.version_id}".strip()) if release else "",
+        "release": (release.pretty_name or f"{release.id} {release.version_id}".strip())
+        if release
+        else "",
         "interfaces": _safe("interfaces", interfaces, {}),
         "sshHostKeys": _safe("ssh host keys", lambda: ssh_host_keys(ssh_dir), []),
         "wireGuard": _safe("wireguard", wireguard, []),

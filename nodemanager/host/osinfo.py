@@ -47,8 +47,15 @@ def read_os_release(root: str = "/") -> OsRelease:
     return OsRelease(platform.system().lower(), platform.release(), platform.platform())
 
 
-_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64",
-         "armv7l": "arm", "armv6l": "arm", "arm": "arm"}
+_ARCH = {
+    "x86_64": "amd64",
+    "amd64": "amd64",
+    "aarch64": "arm64",
+    "arm64": "arm64",
+    "armv7l": "arm",
+    "armv6l": "arm",
+    "arm": "arm",
+}
 
 
 def kube_arch(machine: str | None = None) -> str:

@@ -6,8 +6,15 @@ import base64
 import hashlib
 from pathlib import Path
 
-ALGORITHMS = {"ssh-rsa": 1, "ssh-dss": 2, "ecdsa-sha2-nistp256": 3, "ecdsa-sha2-nistp384": 3,
-              "ecdsa-sha2-nistp521": 3, "ssh-ed25519": 4, "ssh-ed448": 6}
+ALGORITHMS = {
+    "ssh-rsa": 1,
+    "ssh-dss": 2,
+    "ecdsa-sha2-nistp256": 3,
+    "ecdsa-sha2-nistp384": 3,
+    "ecdsa-sha2-nistp521": 3,
+    "ssh-ed25519": 4,
+    "ssh-ed448": 6,
+}
 
 
 def sshfp(public_key_line: str) -> list[dict]:
@@ -16,8 +23,10 @@ def sshfp(public_key_line: str) -> list[dict]:
     if kind not in ALGORITHMS:
         return []
     raw = base64.b64decode(blob)
-    return [{"algorithm": ALGORITHMS[kind], "fingerprintType": t, "fingerprint": h(raw).hexdigest()}
-            for t, h in ((1, hashlib.sha1), (2, hashlib.sha256))]
+    return [
+        {"algorithm": ALGORITHMS[kind], "fingerprintType": t, "fingerprint": h(raw).hexdigest()}
+        for t, h in ((1, hashlib.sha1), (2, hashlib.sha256))
+    ]
 
 
 def ssh_host_keys(directory: str = "/etc/ssh") -> list[dict]:

@@ -14,7 +14,13 @@ def parse_wg_dump(text: str) -> list[dict]:
         # Interface lines have 5 fields (name, private key, public key, port, fwmark); peers have 9.
         if len(fields) == 5:
             name, _private, public, port = fields[:4]
-            interfaces.append({"name": name, "publicKey": public, "listenPort": int(port) if port.isdigit() else 0})
+            interfaces.append(
+                {
+                    "name": name,
+                    "publicKey": public,
+                    "listenPort": int(port) if port.isdigit() else 0,
+                }
+            )
     return sorted(interfaces, key=lambda i: i["name"])
 
 

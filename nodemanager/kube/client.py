@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from kubernetes import client, config
 
@@ -17,8 +17,10 @@ FIELD_MANAGER = "nodemanager"
 
 
 def in_cluster() -> bool:
-    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and Path(
-        "/var/run/secrets/kubernetes.io/serviceaccount/token").exists()
+    return (
+        bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+        and Path("/var/run/secrets/kubernetes.io/serviceaccount/token").exists()
+    )
 
 
 class ClientFactory:
@@ -48,7 +50,9 @@ class ClientFactory:
                     config.load_incluster_config(client_configuration=configuration)
                     fresh = client.ApiClient(configuration)
                 else:
-                    raise FileNotFoundError(f"kubeconfig {self.kubeconfig} not found and not running in a pod")
+                    raise FileNotFoundError(
+                        f"kubeconfig {self.kubeconfig} not found and not running in a pod"
+                    )
                 if self.on_request:
                     fresh.rest_client.request = self._counted(fresh.rest_client.request)
                 old, self._client, self._mtime = self._client, fresh, stamp
@@ -60,6 +64,7 @@ class ClientFactory:
         def counted(method, *args, **kwargs):
             self.on_request(method)
             return request(method, *args, **kwargs)
+
         return counted
 
     def close(self) -> None:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import logging
 import random
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from kubernetes import watch
 from kubernetes.client.rest import ApiException
@@ -35,7 +36,7 @@ class Backoff:
         self.base, self.cap, self.attempt = base, cap, 0
 
     def next(self) -> float:
-        delay = min(self.cap, self.base * 2 ** self.attempt)
+        delay = min(self.cap, self.base * 2**self.attempt)
         self.attempt += 1
         return delay * random.uniform(0.5, 1.0)  # jitter: agents must not reconnect in lockstep
 
@@ -44,9 +45,17 @@ class Backoff:
 
 
 class Informer:
-    def __init__(self, kind: Kind, clients: ClientFactory, namespace: str, on_change: Callable[[str], None], *,
-                 field_selector: str | None = None, watch_timeout: int = 300,
-                 on_list: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        kind: Kind,
+        clients: ClientFactory,
+        namespace: str,
+        on_change: Callable[[str], None],
+        *,
+        field_selector: str | None = None,
+        watch_timeout: int = 300,
+        on_list: Callable[[str], None] | None = None,
+    ):
         self.kind = kind
         self.clients = clients
         self.namespace = namespace
@@ -93,9 +102,14 @@ class Informer:
     def _watch(self, stop: threading.Event) -> None:
         api = self.clients.get()
         w = watch.Watch()
-        stream = w.stream(self.kind.lister(api), namespace=self.namespace, resource_version=self._rv,
-                          allow_watch_bookmarks=True, timeout_seconds=self.watch_timeout + random.randint(0, 60),
-                          **self._kwargs())
+        stream = w.stream(
+            self.kind.lister(api),
+            namespace=self.namespace,
+            resource_version=self._rv,
+            allow_watch_bookmarks=True,
+            timeout_seconds=self.watch_timeout + random.randint(0, 60),
+            **self._kwargs(),
+        )
         try:
             for event in stream:
                 if stop.is_set():
@@ -104,7 +118,9 @@ class Informer:
                 if kind == "ERROR":
                     if obj.get("code") == 410:
                         raise ApiException(status=410, reason="Gone")
-                    raise ApiException(status=obj.get("code", 500), reason=obj.get("message", "watch error"))
+                    raise ApiException(
+                        status=obj.get("code", 500), reason=obj.get("message", "watch error")
+                    )
                 meta = obj.get("metadata", {})
                 self._rv = meta.get("resourceVersion", self._rv)
                 if kind == "BOOKMARK":
@@ -135,9 +151,19 @@ class Informer:
                     need_list = True
                     continue
                 delay = backoff.next()
-                log.warning("%s list/watch failed (%s %s); retrying in %.1f s", self.kind.name, e.status, e.reason, delay)
+                log.warning(
+                    "%s list/watch failed (%s %s); retrying in %.1f s",
+                    self.kind.name,
+                    e.status,
+                    e.reason,
+                    delay,
+                )
                 stop.wait(delay)
-            except Exception as e:  # connection refused, reset, timeouts: the API server may be restarting
+            except (
+                Exception
+            ) as e:  # connection refused, reset, timeouts: the API server may be restarting
                 delay = backoff.next()
-                log.warning("%s list/watch failed (%s); retrying in %.1f s", self.kind.name, e, delay)
+                log.warning(
+                    "%s list/watch failed (%s); retrying in %.1f s", self.kind.name, e, delay
+                )
                 stop.wait(delay)

@@ -9,7 +9,8 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import uuid
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from kubernetes import client
 from kubernetes.client.rest import ApiException
@@ -22,7 +23,7 @@ GROUP, VERSION, PLURAL = "common.nodemanager", "v1", "managednodes"
 
 
 def now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    return dt.datetime.now(dt.UTC).replace(microsecond=0)
 
 
 def rfc3339(t: dt.datetime) -> str:
@@ -41,42 +42,80 @@ class NodeClient:
         """Create the ManagedNode, or bring the labels the agent manages up to date."""
         api = self._custom()
         try:
-            node = api.get_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, self.name)
+            node = api.get_namespaced_custom_object(
+                GROUP, VERSION, self.namespace, PLURAL, self.name
+            )
         except ApiException as e:
             if e.status != 404:
                 raise translate(e) from e
-            body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ManagedNode",
-                    "metadata": {"name": self.name, "namespace": self.namespace, "labels": dict(labels)}, "spec": {}}
+            body = {
+                "apiVersion": f"{GROUP}/{VERSION}",
+                "kind": "ManagedNode",
+                "metadata": {
+                    "name": self.name,
+                    "namespace": self.namespace,
+                    "labels": dict(labels),
+                },
+                "spec": {},
+            }
             try:
-                return api.create_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, body,
-                                                           field_manager=FIELD_MANAGER)
+                return api.create_namespaced_custom_object(
+                    GROUP, VERSION, self.namespace, PLURAL, body, field_manager=FIELD_MANAGER
+                )
             except ApiException as e2:
                 raise translate(e2) from e2
         current = node.get("metadata", {}).get("labels") or {}
         if all(current.get(k) == v for k, v in labels.items()):
             return node
         try:
-            return api.patch_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, self.name,
-                                                      {"metadata": {"labels": dict(labels)}}, field_manager=FIELD_MANAGER)
+            return api.patch_namespaced_custom_object(
+                GROUP,
+                VERSION,
+                self.namespace,
+                PLURAL,
+                self.name,
+                {"metadata": {"labels": dict(labels)}},
+                field_manager=FIELD_MANAGER,
+            )
         except ApiException as e:
             raise translate(e) from e
 
     def patch_status(self, status: Mapping[str, Any]) -> dict:
         try:
             return self._custom().patch_namespaced_custom_object_status(
-                GROUP, VERSION, self.namespace, PLURAL, self.name, {"status": dict(status)}, field_manager=FIELD_MANAGER)
+                GROUP,
+                VERSION,
+                self.namespace,
+                PLURAL,
+                self.name,
+                {"status": dict(status)},
+                field_manager=FIELD_MANAGER,
+            )
         except ApiException as e:
             raise translate(e) from e
 
-    def event(self, reason: str, message: str, *, warning: bool = False, uid: str | None = None) -> None:
+    def event(
+        self, reason: str, message: str, *, warning: bool = False, uid: str | None = None
+    ) -> None:
         """Record a Kubernetes Event on the ManagedNode; failures are logged, never fatal."""
         stamp = now()
         body = client.CoreV1Event(
-            metadata=client.V1ObjectMeta(name=f"{self.name}.{uuid.uuid4().hex[:12]}", namespace=self.namespace),
-            involved_object=client.V1ObjectReference(api_version=f"{GROUP}/{VERSION}", kind="ManagedNode",
-                                                     name=self.name, namespace=self.namespace, uid=uid),
-            reason=reason, message=message[:1024], type="Warning" if warning else "Normal",
-            first_timestamp=stamp, last_timestamp=stamp, count=1,
+            metadata=client.V1ObjectMeta(
+                name=f"{self.name}.{uuid.uuid4().hex[:12]}", namespace=self.namespace
+            ),
+            involved_object=client.V1ObjectReference(
+                api_version=f"{GROUP}/{VERSION}",
+                kind="ManagedNode",
+                name=self.name,
+                namespace=self.namespace,
+                uid=uid,
+            ),
+            reason=reason,
+            message=message[:1024],
+            type="Warning" if warning else "Normal",
+            first_timestamp=stamp,
+            last_timestamp=stamp,
+            count=1,
             source=client.V1EventSource(component="nodemanager", host=self.name),
         )
         try:
@@ -90,7 +129,7 @@ class NodeClient:
         The Lease last written is kept, so a renewal is one request (as the kubelet does); a
         conflict or a missing Lease falls back to read-then-write."""
         api = client.CoordinationV1Api(self.clients.get())
-        stamp = dt.datetime.now(dt.timezone.utc)
+        stamp = dt.datetime.now(dt.UTC)
         lease = self._lease
         try:
             if lease is None:
@@ -98,14 +137,24 @@ class NodeClient:
             lease.spec.renew_time = stamp
             lease.spec.holder_identity = self.name
             lease.spec.lease_duration_seconds = duration_seconds
-            self._lease = api.replace_namespaced_lease(self.name, self.namespace, lease, field_manager=FIELD_MANAGER)
+            self._lease = api.replace_namespaced_lease(
+                self.name, self.namespace, lease, field_manager=FIELD_MANAGER
+            )
         except ApiException as e:
             self._lease = None
             if e.status == 409:
                 return  # someone else wrote it since: re-read on the next beat
             if e.status != 404:
                 raise translate(e) from e
-            spec = client.V1LeaseSpec(holder_identity=self.name, lease_duration_seconds=duration_seconds,
-                                      renew_time=stamp, acquire_time=stamp)
-            body = client.V1Lease(metadata=client.V1ObjectMeta(name=self.name, namespace=self.namespace), spec=spec)
-            self._lease = api.create_namespaced_lease(self.namespace, body, field_manager=FIELD_MANAGER)
+            spec = client.V1LeaseSpec(
+                holder_identity=self.name,
+                lease_duration_seconds=duration_seconds,
+                renew_time=stamp,
+                acquire_time=stamp,
+            )
+            body = client.V1Lease(
+                metadata=client.V1ObjectMeta(name=self.name, namespace=self.namespace), spec=spec
+            )
+            self._lease = api.create_namespaced_lease(
+                self.namespace, body, field_manager=FIELD_MANAGER
+            )

@@ -10,7 +10,7 @@ grants it.
 from __future__ import annotations
 
 import logging
-from typing import Mapping
+from collections.abc import Mapping
 
 from kubernetes import dynamic
 from kubernetes.client.rest import ApiException
@@ -30,21 +30,36 @@ class Notifier:
 
     def _client(self) -> dynamic.DynamicClient:
         api = self.clients.get()
-        if self._dynamic is None or self._dynamic[0] is not api:  # credentials rotated: discover again
+        if (
+            self._dynamic is None or self._dynamic[0] is not api
+        ):  # credentials rotated: discover again
             self._dynamic = (api, dynamic.DynamicClient(api))
         return self._dynamic[1]
 
-    def annotate(self, api_version: str, kind: str, name: str, namespace: str | None,
-                 annotations: Mapping[str, str]) -> None:
+    def annotate(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        namespace: str | None,
+        annotations: Mapping[str, str],
+    ) -> None:
         """Merge ``annotations`` into the target's metadata; raises KubeError, or LookupError for
         a kind the server does not serve."""
         try:
             resource = self._client().resources.get(api_version=api_version, kind=kind)
-        except (dynamic.exceptions.ResourceNotFoundError, dynamic.exceptions.ResourceNotUniqueError) as e:
+        except (
+            dynamic.exceptions.ResourceNotFoundError,
+            dynamic.exceptions.ResourceNotUniqueError,
+        ) as e:
             raise LookupError(f"{api_version} {kind} is not served by the API server") from e
         try:
-            resource.patch(body={"metadata": {"annotations": dict(annotations)}}, name=name,
-                           namespace=namespace if resource.namespaced else None,
-                           content_type="application/merge-patch+json", field_manager=FIELD_MANAGER)
+            resource.patch(
+                body={"metadata": {"annotations": dict(annotations)}},
+                name=name,
+                namespace=namespace if resource.namespaced else None,
+                content_type="application/merge-patch+json",
+                field_manager=FIELD_MANAGER,
+            )
         except ApiException as e:  # the dynamic client's errors are ApiExceptions too
             raise translate(e) from e

@@ -15,11 +15,17 @@ from kubernetes.client.rest import ApiException
 from nodemanager.kube.errors import translate
 
 
-def request_token(api: client.ApiClient, namespace: str, service_account: str, seconds: int) -> tuple[str, dt.datetime]:
+def request_token(
+    api: client.ApiClient, namespace: str, service_account: str, seconds: int
+) -> tuple[str, dt.datetime]:
     """A new token for ``service_account`` valid for ``seconds``; (token, expiration)."""
-    body = client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=seconds))
+    body = client.AuthenticationV1TokenRequest(
+        spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=seconds)
+    )
     try:
-        result = client.CoreV1Api(api).create_namespaced_service_account_token(service_account, namespace, body)
+        result = client.CoreV1Api(api).create_namespaced_service_account_token(
+            service_account, namespace, body
+        )
     except ApiException as e:
         raise translate(e) from e
     return result.status.token, result.status.expiration_timestamp
@@ -27,8 +33,10 @@ def request_token(api: client.ApiClient, namespace: str, service_account: str, s
 
 def cluster_of(kubeconfig: str) -> tuple[str, str]:
     """(server, base64 CA data) of a kubeconfig's current context."""
-    loader = config.kube_config.KubeConfigLoader(config_dict=yaml.safe_load(Path(kubeconfig).read_text()),
-                                                 config_base_path=str(Path(kubeconfig).resolve().parent))
+    loader = config.kube_config.KubeConfigLoader(
+        config_dict=yaml.safe_load(Path(kubeconfig).read_text()),
+        config_base_path=str(Path(kubeconfig).resolve().parent),
+    )
     cluster = loader._cluster  # the current context's cluster entry
     server = cluster["server"]
     if "certificate-authority-data" in cluster:
@@ -46,22 +54,38 @@ def client_for(kubeconfig: str) -> client.ApiClient:
     return config.new_client_from_config(kubeconfig)
 
 
-def token_kubeconfig(server: str, ca_data: str, namespace: str, user: str, token: str) -> dict[str, Any]:
+def token_kubeconfig(
+    server: str, ca_data: str, namespace: str, user: str, token: str
+) -> dict[str, Any]:
     cluster: dict[str, Any] = {"server": server}
     if ca_data:
         cluster["certificate-authority-data"] = ca_data
     return {
-        "apiVersion": "v1", "kind": "Config", "current-context": user,
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": user,
         "clusters": [{"name": "nodemanager", "cluster": cluster}],
         "users": [{"name": user, "user": {"token": token}}],
-        "contexts": [{"name": user, "context": {"cluster": "nodemanager", "user": user, "namespace": namespace}}],
+        "contexts": [
+            {
+                "name": user,
+                "context": {"cluster": "nodemanager", "user": user, "namespace": namespace},
+            }
+        ],
     }
 
 
 def token_of(kubeconfig: str) -> str | None:
     """The bearer token of a kubeconfig's current user, if it uses one."""
     data = yaml.safe_load(Path(kubeconfig).read_text()) or {}
-    current = next((c["context"] for c in data.get("contexts", []) if c["name"] == data.get("current-context")), {})
+    current = next(
+        (
+            c["context"]
+            for c in data.get("contexts", [])
+            if c["name"] == data.get("current-context")
+        ),
+        {},
+    )
     user = next((u["user"] for u in data.get("users", []) if u["name"] == current.get("user")), {})
     return user.get("token")
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any
 
 from nodemanager.api import Execution, File, Package, Service
 from nodemanager.desired.merge import DesiredState, Resource
@@ -22,7 +23,20 @@ from nodemanager.playbook.dump import Unsafe
 
 REDACTED = "<redacted: from a Secret; render --show-secrets to see it>"
 # Task keys that are Ansible keywords; the one other key of a task is its module.
-TASK_KEYWORDS = frozenset({"name", "listen", "notify", "ignore_errors", "no_log", "diff", "when", "register", "tags", "vars"})
+TASK_KEYWORDS = frozenset(
+    {
+        "name",
+        "listen",
+        "notify",
+        "ignore_errors",
+        "no_log",
+        "diff",
+        "when",
+        "register",
+        "tags",
+        "vars",
+    }
+)
 
 
 def module_of(task: Mapping[str, Any]) -> tuple[str, Any]:
@@ -47,7 +61,9 @@ class Plan:
     origins: Mapping[str, TaskOrigin]
     desired: DesiredState
     family: str
-    errors: Mapping[str, str] = field(default_factory=dict)  # resource id -> why it has no task here
+    errors: Mapping[str, str] = field(
+        default_factory=dict
+    )  # resource id -> why it has no task here
 
     @property
     def has_secrets(self) -> bool:
@@ -62,9 +78,11 @@ class Plan:
                 origin = self.origins[task["name"]]
                 # JSON, not YAML: same content, a hundred times cheaper on the idle path.
                 parts.setdefault(origin.resource, []).append(json.dumps(task, sort_keys=True))
-        return {rid: hashlib.sha256("".join(texts).encode()).hexdigest() for rid, texts in parts.items()}
+        return {
+            rid: hashlib.sha256("".join(texts).encode()).hexdigest() for rid, texts in parts.items()
+        }
 
-    def only(self, resources: set[str]) -> "Plan":
+    def only(self, resources: set[str]) -> Plan:
         """The same plan with only the tasks of ``resources``; every handler stays (handlers run
         only when notified, so a subscribed service restarts only when its file changed)."""
         plays = []
@@ -115,7 +133,13 @@ def _started_var(service: str) -> str:
 
 
 class _Builder:
-    def __init__(self, desired: DesiredState, family: str, contents: Mapping[str, Rendered], show_secrets: bool):
+    def __init__(
+        self,
+        desired: DesiredState,
+        family: str,
+        contents: Mapping[str, Rendered],
+        show_secrets: bool,
+    ):
         self.desired = desired
         self.family = family
         self.contents = contents
@@ -125,9 +149,19 @@ class _Builder:
         self.listened: set[str] = set()
         self.restartable: set[str] = set()  # resources with a restart handler
 
-    def task(self, resource: Resource, module_call: dict[str, Any], *, label: str | None = None,
-             secret: bool = False, handler: bool = False, listen: list[str] | None = None,
-             notify: list[str] | None = None, register: str | None = None, when: str | None = None) -> dict[str, Any]:
+    def task(
+        self,
+        resource: Resource,
+        module_call: dict[str, Any],
+        *,
+        label: str | None = None,
+        secret: bool = False,
+        handler: bool = False,
+        listen: list[str] | None = None,
+        notify: list[str] | None = None,
+        register: str | None = None,
+        when: str | None = None,
+    ) -> dict[str, Any]:
         owners = " + ".join(resource.configsets)
         name = f"{owners} | {label or resource.kind + ' ' + resource.key}"
         self.origins[name] = TaskOrigin(resource.id, resource.configsets, handler, secret)
@@ -158,7 +192,10 @@ class _Builder:
         notify = [_topic(f.path)] if _topic(f.path) in self.listened else None
         secret = f.uses_secrets or bool(self.contents.get(f.path) and self.contents[f.path].secret)
         values: dict[str, Any] = {
-            "path": f.path, "owner": f.owner, "group": f.group, "target": f.target,
+            "path": f.path,
+            "owner": f.owner,
+            "group": f.group,
+            "target": f.target,
             # Content fed by a Secret is private unless the ConfigSet says otherwise.
             "mode": f.mode or ("0600" if secret else None),
             "force": False if f.create_only else None,
@@ -168,9 +205,17 @@ class _Builder:
             form = "content"
             text = f.content if f.content is not None else self.contents[f.path].text
             values["content"] = REDACTED if secret and not self.show_secrets else text
-        tasks = [self.task(r, fill(platforms.skeletons("files")[form], values), secret=secret, notify=notify)]
+        tasks = [
+            self.task(
+                r, fill(platforms.skeletons("files")[form], values), secret=secret, notify=notify
+            )
+        ]
         if f.purge:
-            keep = sorted(o.key for o in self.desired.of_kind("file") if o.key.startswith(f.path.rstrip("/") + "/"))
+            keep = sorted(
+                o.key
+                for o in self.desired.of_kind("file")
+                if o.key.startswith(f.path.rstrip("/") + "/")
+            )
             call = fill(platforms.skeletons("files")["purge"], {"path": f.path, "keep": keep})
             tasks.append(self.task(r, call, label=f"purge {f.path}", notify=notify))
         return tasks
@@ -180,22 +225,42 @@ class _Builder:
         tasks = []
         if s.arguments is not None:
             if "arguments" not in sk:
-                self.errors[r.id] = f"spec.services: arguments of {s.name} are only supported on FreeBSD (rc.conf <name>_args)"
+                self.errors[r.id] = (
+                    f"spec.services: arguments of {s.name} are only supported on FreeBSD (rc.conf <name>_args)"
+                )
                 return []
-            call = fill(sk["arguments"], {"variable": f"{s.name.replace('-', '_')}_args", "arguments": s.arguments})
+            call = fill(
+                sk["arguments"],
+                {"variable": f"{s.name.replace('-', '_')}_args", "arguments": s.arguments},
+            )
             notify = [_topic(f"args of {s.name}")] if s.ensure != "stopped" else None
             tasks.append(self.task(r, call, label=f"service {s.name} arguments", notify=notify))
         if s.ensure is not None or s.enable is not None:
             state = sk["states"][s.ensure] if s.ensure else None
             if r.id not in self.restartable or s.ensure != "running":
-                tasks.append(self.task(r, fill(sk["task"], {"name": s.name, "state": state, "enable": s.enable})))
+                tasks.append(
+                    self.task(
+                        r, fill(sk["task"], {"name": s.name, "state": state, "enable": s.enable})
+                    )
+                )
                 return tasks
             # Started apart from enabled, so the restart handler can tell a service this run
             # started (already on the new configuration: no restart) from one it only enabled.
-            tasks.append(self.task(r, fill(sk["task"], {"name": s.name, "state": state}), register=_started_var(s.name)))
+            tasks.append(
+                self.task(
+                    r,
+                    fill(sk["task"], {"name": s.name, "state": state}),
+                    register=_started_var(s.name),
+                )
+            )
             if s.enable is not None:
-                tasks.append(self.task(r, fill(sk["task"], {"name": s.name, "enable": s.enable}),
-                                       label=f"service {s.name} enabled"))
+                tasks.append(
+                    self.task(
+                        r,
+                        fill(sk["task"], {"name": s.name, "enable": s.enable}),
+                        label=f"service {s.name} enabled",
+                    )
+                )
         return tasks
 
     def execution(self, r: Resource, e: Execution, *, handler: bool) -> dict[str, Any]:
@@ -209,8 +274,14 @@ class _Builder:
         if s.arguments is not None:
             listen.append(_topic(f"args of {s.name}"))
         started = _started_var(s.name)
-        return self.task(r, fill(sk["restart"], {"name": s.name}), label=f"restart service {s.name}",
-                         handler=True, listen=listen, when=f"not ({started} is defined and {started} is changed)")
+        return self.task(
+            r,
+            fill(sk["restart"], {"name": s.name}),
+            label=f"restart service {s.name}",
+            handler=True,
+            listen=listen,
+            when=f"not ({started} is defined and {started} is changed)",
+        )
 
     # -- the play ------------------------------------------------------------------------
 
@@ -221,8 +292,14 @@ class _Builder:
                 handlers.append(self.execution(r, r.spec, handler=True))
         for r in self.desired.of_kind("service"):
             s = r.spec
-            if s.ensure != "stopped" and (s.subscribe_files or s.arguments is not None) and (
-                    s.arguments is None or "arguments" in platforms.for_family("services", self.family)):
+            if (
+                s.ensure != "stopped"
+                and (s.subscribe_files or s.arguments is not None)
+                and (
+                    s.arguments is None
+                    or "arguments" in platforms.for_family("services", self.family)
+                )
+            ):
                 handlers.append(self.restart(r, s))
         for h in handlers:
             self.listened.update(h["listen"])
@@ -254,8 +331,14 @@ class _Builder:
         return [play]
 
 
-def build(desired: DesiredState, family: str, node_name: str, *, contents: Mapping[str, Rendered] | None = None,
-          show_secrets: bool = True) -> Plan:
+def build(
+    desired: DesiredState,
+    family: str,
+    node_name: str,
+    *,
+    contents: Mapping[str, Rendered] | None = None,
+    show_secrets: bool = True,
+) -> Plan:
     """The plan for ``desired`` on a host of platform ``family``.
 
     ``contents`` holds the rendered text of template files, keyed by path. With

@@ -31,5 +31,12 @@ _Dumper.add_representer(Unsafe, _represent_unsafe)
 
 def to_yaml(playbook: Any) -> str:
     """The playbook as YAML text: deterministic (no key sorting surprises, stable order)."""
-    return yaml.dump(playbook, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
-                     allow_unicode=True, width=1000, explicit_start=True)
+    return yaml.dump(
+        playbook,
+        Dumper=_Dumper,
+        sort_keys=False,
+        default_flow_style=False,
+        allow_unicode=True,
+        width=1000,
+        explicit_start=True,
+    )

@@ -4,21 +4,36 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 
 from nodemanager.playbook.errors import UnsupportedPlatform
 
-TEMPLATES_DIR = Path(os.environ.get("NODEMANAGER_PLAYBOOK_TEMPLATES", Path(__file__).resolve().parents[2] / "playbook_templates"))
+TEMPLATES_DIR = Path(
+    os.environ.get(
+        "NODEMANAGER_PLAYBOOK_TEMPLATES", Path(__file__).resolve().parents[2] / "playbook_templates"
+    )
+)
 
 FAMILIES = {
-    "arch": "arch", "archarm": "arch", "manjaro": "arch", "endeavouros": "arch",
+    "arch": "arch",
+    "archarm": "arch",
+    "manjaro": "arch",
+    "endeavouros": "arch",
     "alpine": "alpine",
     "freebsd": "freebsd",
-    "debian": "debian", "ubuntu": "debian", "raspbian": "debian", "linuxmint": "debian",
-    "fedora": "fedora", "rhel": "fedora", "centos": "fedora", "rocky": "fedora", "almalinux": "fedora",
+    "debian": "debian",
+    "ubuntu": "debian",
+    "raspbian": "debian",
+    "linuxmint": "debian",
+    "fedora": "fedora",
+    "rhel": "fedora",
+    "centos": "fedora",
+    "rocky": "fedora",
+    "almalinux": "fedora",
 }
 
 

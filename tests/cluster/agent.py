@@ -17,20 +17,49 @@ NODEMANAGER = str(Path(sys.executable).with_name("nodemanager"))
 
 
 class Agent:
-    def __init__(self, kubeconfig: str, namespace: str, hostname: str, state_dir: Path, *extra: str,
-                 env: dict | None = None):
+    def __init__(
+        self,
+        kubeconfig: str,
+        namespace: str,
+        hostname: str,
+        state_dir: Path,
+        *extra: str,
+        env: dict | None = None,
+    ):
         self.metrics_port, self.health_port = free_port(), free_port()
         self.log_path = state_dir.parent / f"agent-{hostname}.log"
-        self.argv = [NODEMANAGER, "run", "--kubeconfig", kubeconfig, "--namespace", namespace, "--hostname", hostname,
-                     "--state-dir", str(state_dir), "--metrics-bind-address", f"127.0.0.1:{self.metrics_port}",
-                     "--health-probe-bind-address", f"127.0.0.1:{self.health_port}", "--log-format", "text", *extra]
+        self.argv = [
+            NODEMANAGER,
+            "run",
+            "--kubeconfig",
+            kubeconfig,
+            "--namespace",
+            namespace,
+            "--hostname",
+            hostname,
+            "--state-dir",
+            str(state_dir),
+            "--metrics-bind-address",
+            f"127.0.0.1:{self.metrics_port}",
+            "--health-probe-bind-address",
+            f"127.0.0.1:{self.health_port}",
+            "--log-format",
+            "text",
+            *extra,
+        ]
         self.env = {**os.environ, **(env or {})}
         self.proc: subprocess.Popen | None = None
 
-    def start(self) -> "Agent":
+    def start(self) -> Agent:
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, env=self.env)
-        eventually(lambda: self.get("/healthz", self.health_port) == 200, timeout=30, message="agent /healthz")
+            self.proc = subprocess.Popen(
+                self.argv, stdout=log, stderr=subprocess.STDOUT, env=self.env
+            )
+        eventually(
+            lambda: self.get("/healthz", self.health_port) == 200,
+            timeout=30,
+            message="agent /healthz",
+        )
         return self
 
     def get(self, path: str, port: int) -> int:
@@ -44,7 +73,9 @@ class Agent:
 
     def metric(self, name: str, labels: str = "") -> float:
         """Sum of a metric's samples whose label text contains ``labels``."""
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as r:
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5
+        ) as r:
             text = r.read().decode()
         total = 0.0
         for m in re.finditer(rf"^{re.escape(name)}(\{{[^}}]*\}})? (\S+)$", text, re.M):

@@ -26,8 +26,12 @@ def control_plane(tmp_path_factory):
     except Exception as e:  # the reason must reach the report, not a skip
         pytest.fail(f"cannot start the test control plane: {e}", pytrace=False)
     try:
-        subprocess.run(["kubectl", "--kubeconfig", str(cp.kubeconfig), "apply", "-f", str(CRDS)],
-                       check=True, capture_output=True, text=True)
+        subprocess.run(
+            ["kubectl", "--kubeconfig", str(cp.kubeconfig), "apply", "-f", str(CRDS)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         api = client.ApiextensionsV1Api(config.new_client_from_config(str(cp.kubeconfig)))
 
         def established():
@@ -58,5 +62,7 @@ def api_client(kubeconfig):
 @pytest.fixture
 def namespace(api_client) -> str:
     name = f"nodemanager-{uuid.uuid4().hex[:8]}"
-    client.CoreV1Api(api_client).create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    client.CoreV1Api(api_client).create_namespace(
+        client.V1Namespace(metadata=client.V1ObjectMeta(name=name))
+    )
     return name

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import time
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 T = TypeVar("T")
 
 
-def eventually(check: Callable[[], T], timeout: float = 30, interval: float = 0.1, message: str = "") -> T:
+def eventually(
+    check: Callable[[], T], timeout: float = 30, interval: float = 0.1, message: str = ""
+) -> T:
     """Call ``check`` until it returns a truthy value without raising AssertionError; return it."""
     deadline = time.monotonic() + timeout
     last: BaseException | None = None

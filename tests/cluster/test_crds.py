@@ -16,34 +16,60 @@ GROUP, VERSION = "common.nodemanager", "v1"
 
 
 def kubectl(kubeconfig, *args, stdin=None):
-    return subprocess.run(["kubectl", "--kubeconfig", kubeconfig, *args], input=stdin, capture_output=True, text=True)
+    return subprocess.run(
+        ["kubectl", "--kubeconfig", kubeconfig, *args], input=stdin, capture_output=True, text=True
+    )
 
 
 def create_configset(api_client, namespace, spec, name="cs"):
-    body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ConfigSet", "metadata": {"name": name}, "spec": spec}
-    return client.CustomObjectsApi(api_client).create_namespaced_custom_object(GROUP, VERSION, namespace, "configsets", body)
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "ConfigSet",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+    return client.CustomObjectsApi(api_client).create_namespaced_custom_object(
+        GROUP, VERSION, namespace, "configsets", body
+    )
 
 
 def test_seed_era_configset_is_accepted_unchanged(api_client, namespace):
     seed = yaml.safe_load(SEED_CHRONY)
     seed["metadata"]["namespace"] = namespace
-    created = client.CustomObjectsApi(api_client).create_namespaced_custom_object(GROUP, VERSION, namespace, "configsets", seed)
+    created = client.CustomObjectsApi(api_client).create_namespaced_custom_object(
+        GROUP, VERSION, namespace, "configsets", seed
+    )
     spec = created["spec"]
     assert spec["files"][0]["content"] == "server 0.arch.pool.ntp.org iburst\n"
     assert spec["services"][0]["subscribe_files"] == ["/etc/chrony.conf"]
-    assert spec["executions"][0] == {"command": "/usr/bin/systemctl", "args": ["daemon-reload"], "subscribe_files": ["/etc/chrony.conf"]}
+    assert spec["executions"][0] == {
+        "command": "/usr/bin/systemctl",
+        "args": ["daemon-reload"],
+        "subscribe_files": ["/etc/chrony.conf"],
+    }
     # Defaults are filled in by the API, the user's fields are untouched.
     assert spec["weight"] == 100 and spec["packages"] == [{"name": "chrony", "ensure": "installed"}]
 
 
-@pytest.mark.parametrize("file, field, words", [
-    ({"path": "etc/chrony.conf"}, "spec.files[0].path", "should match '^/'"),
-    ({"path": "/etc/../shadow"}, "spec.files[0].path", "must not contain a '..' segment"),
-    ({"path": "/x", "ensure": "present"}, "spec.files[0].ensure", "Unsupported value"),
-    ({"path": "/x", "mode": "999"}, "spec.files[0].mode", "should match"),
-    ({"path": "/x", "ensure": "symlink"}, "spec.files[0].target", "target is required when ensure is symlink"),
-    ({"path": "/x", "content": "a", "template": "b"}, "spec.files[0].template", "mutually exclusive"),
-])
+@pytest.mark.parametrize(
+    "file, field, words",
+    [
+        ({"path": "etc/chrony.conf"}, "spec.files[0].path", "should match '^/'"),
+        ({"path": "/etc/../shadow"}, "spec.files[0].path", "must not contain a '..' segment"),
+        ({"path": "/x", "ensure": "present"}, "spec.files[0].ensure", "Unsupported value"),
+        ({"path": "/x", "mode": "999"}, "spec.files[0].mode", "should match"),
+        (
+            {"path": "/x", "ensure": "symlink"},
+            "spec.files[0].target",
+            "target is required when ensure is symlink",
+        ),
+        (
+            {"path": "/x", "content": "a", "template": "b"},
+            "spec.files[0].template",
+            "mutually exclusive",
+        ),
+    ],
+)
 def test_malformed_configset_is_refused_naming_the_field(api_client, namespace, file, field, words):
     with pytest.raises(ApiException) as caught:
         create_configset(api_client, namespace, {"files": [file]})
@@ -54,22 +80,58 @@ def test_malformed_configset_is_refused_naming_the_field(api_client, namespace, 
 
 def test_bad_package_ensure_and_selector_operator_are_refused(api_client, namespace):
     with pytest.raises(ApiException) as caught:
-        create_configset(api_client, namespace, {"packages": [{"name": "vim", "ensure": "removed"}],
-                                                 "selector": {"matchExpressions": [{"key": "a", "operator": "Has"}]}})
+        create_configset(
+            api_client,
+            namespace,
+            {
+                "packages": [{"name": "vim", "ensure": "removed"}],
+                "selector": {"matchExpressions": [{"key": "a", "operator": "Has"}]},
+            },
+        )
     message = json.loads(caught.value.body)["message"]
-    assert "spec.packages[0].ensure" in message and "spec.selector.matchExpressions[0].operator" in message
+    assert (
+        "spec.packages[0].ensure" in message
+        and "spec.selector.matchExpressions[0].operator" in message
+    )
 
 
 def test_managednode_status_subresource(api_client, namespace):
     api = client.CustomObjectsApi(api_client)
-    api.create_namespaced_custom_object(GROUP, VERSION, namespace, "managednodes", {
-        "apiVersion": f"{GROUP}/{VERSION}", "kind": "ManagedNode",
-        "metadata": {"name": "host1", "labels": {"nodemanager.io/os": "arch"}}, "spec": {"domain": "example.org"}})
-    patched = api.patch_namespaced_custom_object_status(GROUP, VERSION, namespace, "managednodes", "host1", {
-        "spec": {"domain": "evil.example"},
-        "status": {"release": "Arch Linux", "agentVersion": "0.1.0",
-                   "conditions": [{"type": "Ready", "status": "True", "reason": "Applied", "message": "",
-                                   "lastTransitionTime": "2026-11-22T00:00:00Z"}]}})
+    api.create_namespaced_custom_object(
+        GROUP,
+        VERSION,
+        namespace,
+        "managednodes",
+        {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "ManagedNode",
+            "metadata": {"name": "host1", "labels": {"nodemanager.io/os": "arch"}},
+            "spec": {"domain": "example.org"},
+        },
+    )
+    patched = api.patch_namespaced_custom_object_status(
+        GROUP,
+        VERSION,
+        namespace,
+        "managednodes",
+        "host1",
+        {
+            "spec": {"domain": "evil.example"},
+            "status": {
+                "release": "Arch Linux",
+                "agentVersion": "0.1.0",
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "True",
+                        "reason": "Applied",
+                        "message": "",
+                        "lastTransitionTime": "2026-11-22T00:00:00Z",
+                    }
+                ],
+            },
+        },
+    )
     assert patched["status"]["release"] == "Arch Linux"
     assert patched["spec"]["domain"] == "example.org"  # spec cannot change through /status
     node = api.get_namespaced_custom_object(GROUP, VERSION, namespace, "managednodes", "host1")
@@ -78,13 +140,39 @@ def test_managednode_status_subresource(api_client, namespace):
 
 def test_printer_columns_and_short_names(kubeconfig, api_client, namespace):
     api = client.CustomObjectsApi(api_client)
-    api.create_namespaced_custom_object(GROUP, VERSION, namespace, "managednodes", {
-        "apiVersion": f"{GROUP}/{VERSION}", "kind": "ManagedNode",
-        "metadata": {"name": "web1", "labels": {"nodemanager.io/os": "alpine"}}})
-    api.patch_namespaced_custom_object_status(GROUP, VERSION, namespace, "managednodes", "web1", {
-        "status": {"release": "Alpine Linux v3.20", "agentVersion": "0.1.0",
-                   "conditions": [{"type": "Ready", "status": "True", "reason": "Applied", "message": "",
-                                   "lastTransitionTime": "2026-11-22T00:00:00Z"}]}})
+    api.create_namespaced_custom_object(
+        GROUP,
+        VERSION,
+        namespace,
+        "managednodes",
+        {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "ManagedNode",
+            "metadata": {"name": "web1", "labels": {"nodemanager.io/os": "alpine"}},
+        },
+    )
+    api.patch_namespaced_custom_object_status(
+        GROUP,
+        VERSION,
+        namespace,
+        "managednodes",
+        "web1",
+        {
+            "status": {
+                "release": "Alpine Linux v3.20",
+                "agentVersion": "0.1.0",
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "True",
+                        "reason": "Applied",
+                        "message": "",
+                        "lastTransitionTime": "2026-11-22T00:00:00Z",
+                    }
+                ],
+            }
+        },
+    )
     create_configset(api_client, namespace, {"weight": 7}, name="weighted")
 
     nodes = kubectl(kubeconfig, "-n", namespace, "get", "mn")

@@ -35,7 +35,9 @@ def custom(api_client):
 def node(api_client, namespace, host):
     """The ManagedNode, or {} while the agent has not registered it yet."""
     try:
-        return custom(api_client).get_namespaced_custom_object(GROUP, VERSION, namespace, "managednodes", host)
+        return custom(api_client).get_namespaced_custom_object(
+            GROUP, VERSION, namespace, "managednodes", host
+        )
     except client.ApiException as e:
         if e.status == 404:
             return {}
@@ -43,21 +45,31 @@ def node(api_client, namespace, host):
 
 
 def condition(n, type_):
-    return next((c for c in (n.get("status") or {}).get("conditions") or [] if c["type"] == type_), {})
+    return next(
+        (c for c in (n.get("status") or {}).get("conditions") or [] if c["type"] == type_), {}
+    )
 
 
 def entry(n, name):
-    return next((e for e in (n.get("status") or {}).get("configsets") or [] if e["name"] == name), None)
+    return next(
+        (e for e in (n.get("status") or {}).get("configsets") or [] if e["name"] == name), None
+    )
 
 
 def put_configset(api_client, namespace, name, spec, labels=None):
-    body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ConfigSet",
-            "metadata": {"name": name, **({"labels": labels} if labels else {})}, "spec": spec}
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "ConfigSet",
+        "metadata": {"name": name, **({"labels": labels} if labels else {})},
+        "spec": spec,
+    }
     api = custom(api_client)
     try:
         current = api.get_namespaced_custom_object(GROUP, VERSION, namespace, "configsets", name)
         body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-        return api.replace_namespaced_custom_object(GROUP, VERSION, namespace, "configsets", name, body)
+        return api.replace_namespaced_custom_object(
+            GROUP, VERSION, namespace, "configsets", name, body
+        )
     except client.ApiException as e:
         if e.status != 404:
             raise
@@ -77,64 +89,113 @@ def applied(api_client, namespace, host, name, rv=None):
             assert e["resourceVersion"] == rv, e
         assert condition(n, "Applied").get("status") == "True"
         return n
+
     return eventually(check, timeout=60, message=f"{name} applied on {host}")
 
 
 def test_configset_lifecycle_and_node_registration(api_client, namespace, host, agent, tmp_path):
     target = tmp_path / "motd"
-    cs = put_configset(api_client, namespace, "motd", for_host(host, [{"path": str(target), "content": "v1\n"}]))
+    cs = put_configset(
+        api_client, namespace, "motd", for_host(host, [{"path": str(target), "content": "v1\n"}])
+    )
     n = applied(api_client, namespace, host, "motd", cs["metadata"]["resourceVersion"])
     assert target.read_text() == "v1\n"
 
     labels = n["metadata"]["labels"]
     assert labels["kubernetes.io/hostname"] == host and labels["kubernetes.io/os"] == "linux"
-    assert labels["kubernetes.io/arch"] in ("amd64", "arm64", "arm") and labels["nodemanager.io/os"] == "debian"
+    assert (
+        labels["kubernetes.io/arch"] in ("amd64", "arm64", "arm")
+        and labels["nodemanager.io/os"] == "debian"
+    )
     status = n["status"]
     assert status["agentVersion"] and status["release"].startswith("Debian")
     assert "lo" not in status["interfaces"]
     assert condition(n, "Applied")["observedGeneration"] == n["metadata"]["generation"]
-    assert condition(n, "Ready")["status"] == "True" and condition(n, "Degraded")["status"] == "False"
+    assert (
+        condition(n, "Ready")["status"] == "True" and condition(n, "Degraded")["status"] == "False"
+    )
     leases = client.CoordinationV1Api(api_client)
-    lease = eventually(lambda: leases.list_namespaced_lease(namespace, field_selector=f"metadata.name={host}").items,
-                       timeout=15, message="lease created")
+    lease = eventually(
+        lambda: (
+            leases.list_namespaced_lease(namespace, field_selector=f"metadata.name={host}").items
+        ),
+        timeout=15,
+        message="lease created",
+    )
     assert lease[0].spec.holder_identity == host
 
-    cs = put_configset(api_client, namespace, "motd", for_host(host, [{"path": str(target), "content": "v2\n"}]))
+    cs = put_configset(
+        api_client, namespace, "motd", for_host(host, [{"path": str(target), "content": "v2\n"}])
+    )
     applied(api_client, namespace, host, "motd", cs["metadata"]["resourceVersion"])
     assert target.read_text() == "v2\n"
 
-    custom(api_client).delete_namespaced_custom_object(GROUP, VERSION, namespace, "configsets", "motd")
-    eventually(lambda: entry(node(api_client, namespace, host), "motd") is None, timeout=30, message="entry removed")
+    custom(api_client).delete_namespaced_custom_object(
+        GROUP, VERSION, namespace, "configsets", "motd"
+    )
+    eventually(
+        lambda: entry(node(api_client, namespace, host), "motd") is None,
+        timeout=30,
+        message="entry removed",
+    )
     assert target.read_text() == "v2\n"  # deleting a ConfigSet stops managing, it does not undo
-    events = client.CoreV1Api(api_client).list_namespaced_event(namespace, field_selector=f"involvedObject.name={host}")
+    events = client.CoreV1Api(api_client).list_namespaced_event(
+        namespace, field_selector=f"involvedObject.name={host}"
+    )
     assert any(e.reason == "Applied" for e in events.items)
 
 
 def test_selection_follows_node_labels(api_client, namespace, host, agent, tmp_path):
     target = tmp_path / "web.conf"
-    put_configset(api_client, namespace, "web", {"selector": {"matchLabels": {"role": "web"}},
-                                                 "files": [{"path": str(target), "content": "web\n"}]})
+    put_configset(
+        api_client,
+        namespace,
+        "web",
+        {
+            "selector": {"matchLabels": {"role": "web"}},
+            "files": [{"path": str(target), "content": "web\n"}],
+        },
+    )
     eventually(lambda: node(api_client, namespace, host), timeout=30)
     assert not target.exists()
-    custom(api_client).patch_namespaced_custom_object(GROUP, VERSION, namespace, "managednodes", host,
-                                                      {"metadata": {"labels": {"role": "web"}}})
+    custom(api_client).patch_namespaced_custom_object(
+        GROUP, VERSION, namespace, "managednodes", host, {"metadata": {"labels": {"role": "web"}}}
+    )
     applied(api_client, namespace, host, "web")
     assert target.read_text() == "web\n"
-    custom(api_client).patch_namespaced_custom_object(GROUP, VERSION, namespace, "managednodes", host,
-                                                      {"metadata": {"labels": {"role": None}}})
-    eventually(lambda: entry(node(api_client, namespace, host), "web") is None, timeout=30, message="no longer selected")
+    custom(api_client).patch_namespaced_custom_object(
+        GROUP, VERSION, namespace, "managednodes", host, {"metadata": {"labels": {"role": None}}}
+    )
+    eventually(
+        lambda: entry(node(api_client, namespace, host), "web") is None,
+        timeout=30,
+        message="no longer selected",
+    )
 
 
 def test_conflicting_configsets_are_both_named(api_client, namespace, host, agent, tmp_path):
     shared, own = tmp_path / "shared.conf", tmp_path / "own.conf"
-    put_configset(api_client, namespace, "a", for_host(host, [{"path": str(shared), "content": "a\n"},
-                                                             {"path": str(own), "content": "own\n"}]))
-    put_configset(api_client, namespace, "b", for_host(host, [{"path": str(shared), "content": "b\n"}]))
+    put_configset(
+        api_client,
+        namespace,
+        "a",
+        for_host(
+            host, [{"path": str(shared), "content": "a\n"}, {"path": str(own), "content": "own\n"}]
+        ),
+    )
+    put_configset(
+        api_client, namespace, "b", for_host(host, [{"path": str(shared), "content": "b\n"}])
+    )
 
     def conflicted():
         n = node(api_client, namespace, host)
         a, b = entry(n, "a"), entry(n, "b")
-        assert a and b and a["conflicts"] == [f"file:{shared}"] and b["conflicts"] == [f"file:{shared}"]
+        assert (
+            a
+            and b
+            and a["conflicts"] == [f"file:{shared}"]
+            and b["conflicts"] == [f"file:{shared}"]
+        )
         assert condition(n, "Conflicted")["status"] == "True"
         return True
 
@@ -145,33 +206,64 @@ def test_conflicting_configsets_are_both_named(api_client, namespace, host, agen
 
 def test_invalid_configset_is_reported_others_apply(api_client, namespace, host, agent, tmp_path):
     good = tmp_path / "good"
-    put_configset(api_client, namespace, "good", for_host(host, [{"path": str(good), "content": "g"}]))
+    put_configset(
+        api_client, namespace, "good", for_host(host, [{"path": str(good), "content": "g"}])
+    )
     # Valid for the API (the schema cannot see it), refused by the agent: arguments outside FreeBSD.
-    put_configset(api_client, namespace, "bad", {**for_host(host, []), "services": [{"name": "x", "arguments": "-v"}]})
+    put_configset(
+        api_client,
+        namespace,
+        "bad",
+        {**for_host(host, []), "services": [{"name": "x", "arguments": "-v"}]},
+    )
 
     def reported():
         n = node(api_client, namespace, host)
         assert entry(n, "good") and entry(n, "bad")
         assert entry(n, "good")["error"] == ""
         assert "arguments of x are only supported on FreeBSD" in entry(n, "bad")["error"]
-        assert condition(n, "Degraded")["status"] == "True" and condition(n, "Applied")["status"] == "False"
+        assert (
+            condition(n, "Degraded")["status"] == "True"
+            and condition(n, "Applied")["status"] == "False"
+        )
         return True
 
     eventually(reported, timeout=60)
     assert good.read_text() == "g"
 
 
-def test_nothing_changed_means_no_ansible_run_and_no_status_write(api_client, namespace, host, agent, tmp_path):
-    put_configset(api_client, namespace, "steady", for_host(host, [{"path": str(tmp_path / "s"), "content": "s"}]))
+def test_nothing_changed_means_no_ansible_run_and_no_status_write(
+    api_client, namespace, host, agent, tmp_path
+):
+    put_configset(
+        api_client,
+        namespace,
+        "steady",
+        for_host(host, [{"path": str(tmp_path / "s"), "content": "s"}]),
+    )
     applied(api_client, namespace, host, "steady")
     eventually(lambda: agent.metric("nodemanager_status_writes_total") >= 1, timeout=10)
-    runs, writes = agent.metric("nodemanager_ansible_runs_total"), agent.metric("nodemanager_status_writes_total")
+    runs, writes = (
+        agent.metric("nodemanager_ansible_runs_total"),
+        agent.metric("nodemanager_status_writes_total"),
+    )
     reconciles = agent.metric("nodemanager_reconcile_total")
     version = node(api_client, namespace, host)["metadata"]["resourceVersion"]
     for i in range(3):  # events that change nothing for this node
-        put_configset(api_client, namespace, f"elsewhere-{i}", for_host("some-other-host", [{"path": "/nowhere", "content": "x"}]))
-    eventually(lambda: agent.metric("nodemanager_reconcile_total") > reconciles, timeout=30, message="reconciled")
-    eventually(lambda: agent.metric("nodemanager_reconcile_total", 'outcome="unchanged"') >= 1, timeout=30)
+        put_configset(
+            api_client,
+            namespace,
+            f"elsewhere-{i}",
+            for_host("some-other-host", [{"path": "/nowhere", "content": "x"}]),
+        )
+    eventually(
+        lambda: agent.metric("nodemanager_reconcile_total") > reconciles,
+        timeout=30,
+        message="reconciled",
+    )
+    eventually(
+        lambda: agent.metric("nodemanager_reconcile_total", 'outcome="unchanged"') >= 1, timeout=30
+    )
     assert agent.metric("nodemanager_ansible_runs_total") == runs
     assert agent.metric("nodemanager_status_writes_total") == writes
     assert node(api_client, namespace, host)["metadata"]["resourceVersion"] == version
@@ -179,66 +271,126 @@ def test_nothing_changed_means_no_ansible_run_and_no_status_write(api_client, na
 
 def test_sighup_forces_a_full_run(api_client, namespace, host, agent, tmp_path):
     target = tmp_path / "drift"
-    put_configset(api_client, namespace, "drift", for_host(host, [{"path": str(target), "content": "wanted\n"}]))
+    put_configset(
+        api_client,
+        namespace,
+        "drift",
+        for_host(host, [{"path": str(target), "content": "wanted\n"}]),
+    )
     applied(api_client, namespace, host, "drift")
     target.write_text("edited by hand\n")
     agent.signal(signal.SIGHUP)
-    eventually(lambda: target.read_text() == "wanted\n", timeout=60, message="drift corrected after SIGHUP")
+    eventually(
+        lambda: target.read_text() == "wanted\n", timeout=60, message="drift corrected after SIGHUP"
+    )
 
 
-def test_node_reconcile_period_sets_the_drift_check_interval(api_client, namespace, host, agent, tmp_path):
+def test_node_reconcile_period_sets_the_drift_check_interval(
+    api_client, namespace, host, agent, tmp_path
+):
     target = tmp_path / "drift"
-    put_configset(api_client, namespace, "drift", for_host(host, [{"path": str(target), "content": "wanted\n"}]))
+    put_configset(
+        api_client,
+        namespace,
+        "drift",
+        for_host(host, [{"path": str(target), "content": "wanted\n"}]),
+    )
     applied(api_client, namespace, host, "drift")
     target.write_text("edited by hand\n")
     time.sleep(3)
-    assert target.read_text() == "edited by hand\n"  # the agent's own interval is 30 m: nothing looks yet
-    custom(api_client).patch_namespaced_custom_object(GROUP, VERSION, namespace, "managednodes", host,
-                                                      {"spec": {"reconcilePeriod": "2s"}})
-    eventually(lambda: target.read_text() == "wanted\n", timeout=30, message="drift corrected by the node's period")
+    assert (
+        target.read_text() == "edited by hand\n"
+    )  # the agent's own interval is 30 m: nothing looks yet
+    custom(api_client).patch_namespaced_custom_object(
+        GROUP, VERSION, namespace, "managednodes", host, {"spec": {"reconcilePeriod": "2s"}}
+    )
+    eventually(
+        lambda: target.read_text() == "wanted\n",
+        timeout=30,
+        message="drift corrected by the node's period",
+    )
     target.write_text("edited again\n")
-    eventually(lambda: target.read_text() == "wanted\n", timeout=30, message="and again, every period")
+    eventually(
+        lambda: target.read_text() == "wanted\n", timeout=30, message="and again, every period"
+    )
 
 
-def test_notifies_annotate_targets_after_a_change_only(api_client, namespace, host, agent, tmp_path):
+def test_notifies_annotate_targets_after_a_change_only(
+    api_client, namespace, host, agent, tmp_path
+):
     core = client.CoreV1Api(api_client)
-    core.create_namespaced_config_map(namespace, client.V1ConfigMap(metadata=client.V1ObjectMeta(name=f"app-{host}")))
+    core.create_namespaced_config_map(
+        namespace, client.V1ConfigMap(metadata=client.V1ObjectMeta(name=f"app-{host}"))
+    )
     target = tmp_path / "app.conf"
 
     def put(content):
-        spec = {**for_host(host, [{"path": str(target), "content": content}]),
-                "notifies": [{"apiVersion": "v1", "kind": "ConfigMap", "name": f"app-{host}"},
-                             {"apiVersion": "example.com/v1", "kind": "Nowhere", "name": "x"}]}
-        return put_configset(api_client, namespace, f"notify-{host}", spec)["metadata"]["resourceVersion"]
+        spec = {
+            **for_host(host, [{"path": str(target), "content": content}]),
+            "notifies": [
+                {"apiVersion": "v1", "kind": "ConfigMap", "name": f"app-{host}"},
+                {"apiVersion": "example.com/v1", "kind": "Nowhere", "name": "x"},
+            ],
+        }
+        return put_configset(api_client, namespace, f"notify-{host}", spec)["metadata"][
+            "resourceVersion"
+        ]
 
     def annotations():
         return core.read_namespaced_config_map(f"app-{host}", namespace).metadata.annotations or {}
 
     rv = put("v1\n")
     applied(api_client, namespace, host, f"notify-{host}", rv)
-    first = eventually(lambda: annotations().get("nodemanager.io/notified-by") == f"{host}/notify-{host}@{rv}" and annotations(),
-                       timeout=30, message="target annotated")
-    events = eventually(lambda: [e for e in core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={host}").items
-                                 if e.reason == "NotifyFailed"], timeout=30, message="NotifyFailed event")
+    first = eventually(
+        lambda: (
+            annotations().get("nodemanager.io/notified-by") == f"{host}/notify-{host}@{rv}"
+            and annotations()
+        ),
+        timeout=30,
+        message="target annotated",
+    )
+    events = eventually(
+        lambda: [
+            e
+            for e in core.list_namespaced_event(
+                namespace, field_selector=f"involvedObject.name={host}"
+            ).items
+            if e.reason == "NotifyFailed"
+        ],
+        timeout=30,
+        message="NotifyFailed event",
+    )
     assert "spec.notifies[1] Nowhere/x" in events[0].message and events[0].type == "Warning"
 
     unchanged = agent.metric("nodemanager_reconcile_total", 'outcome="unchanged"')
     agent.signal(signal.SIGHUP)  # a full check that changes nothing notifies nobody
-    eventually(lambda: agent.metric("nodemanager_reconcile_total", 'outcome="unchanged"') > unchanged, timeout=30)
+    eventually(
+        lambda: agent.metric("nodemanager_reconcile_total", 'outcome="unchanged"') > unchanged,
+        timeout=30,
+    )
     assert annotations() == first
 
     rv = put("v2\n")
-    eventually(lambda: annotations().get("nodemanager.io/notified-by") == f"{host}/notify-{host}@{rv}", timeout=30,
-               message="annotated again after the next change")
+    eventually(
+        lambda: annotations().get("nodemanager.io/notified-by") == f"{host}/notify-{host}@{rv}",
+        timeout=30,
+        message="annotated again after the next change",
+    )
 
 
-def test_apiserver_restart_misses_no_change_and_expired_watch_relists(control_plane, api_client, namespace, host, agent, tmp_path):
+def test_apiserver_restart_misses_no_change_and_expired_watch_relists(
+    control_plane, api_client, namespace, host, agent, tmp_path
+):
     target = tmp_path / "after-restart"
-    put_configset(api_client, namespace, "r", for_host(host, [{"path": str(target), "content": "1"}]))
+    put_configset(
+        api_client, namespace, "r", for_host(host, [{"path": str(target), "content": "1"}])
+    )
     applied(api_client, namespace, host, "r")
     lists = agent.metric("nodemanager_informer_lists_total", 'kind="configsets"')
     control_plane.restart_apiserver()
-    cs = put_configset(api_client, namespace, "r", for_host(host, [{"path": str(target), "content": "2"}]))
+    cs = put_configset(
+        api_client, namespace, "r", for_host(host, [{"path": str(target), "content": "2"}])
+    )
     applied(api_client, namespace, host, "r", cs["metadata"]["resourceVersion"])
     assert target.read_text() == "2"
     # The restarted server's watch cache starts after the agent's resourceVersion: 410 Gone, relist.
@@ -246,9 +398,13 @@ def test_apiserver_restart_misses_no_change_and_expired_watch_relists(control_pl
     assert "watch expired (410 Gone); relisting" in agent.log()
 
 
-def test_offline_start_enforces_last_applied_state(control_plane, kubeconfig, api_client, namespace, host, tmp_path):
+def test_offline_start_enforces_last_applied_state(
+    control_plane, kubeconfig, api_client, namespace, host, tmp_path
+):
     target, state = tmp_path / "offline", tmp_path / "state"
-    put_configset(api_client, namespace, "o", for_host(host, [{"path": str(target), "content": "kept\n"}]))
+    put_configset(
+        api_client, namespace, "o", for_host(host, [{"path": str(target), "content": "kept\n"}])
+    )
     first = Agent(kubeconfig, namespace, host, state).start()
     try:
         applied(api_client, namespace, host, "o")
@@ -259,12 +415,20 @@ def test_offline_start_enforces_last_applied_state(control_plane, kubeconfig, ap
     second = Agent(kubeconfig, namespace, host, state)
     try:
         second.start()
-        eventually(lambda: target.exists() and target.read_text() == "kept\n", timeout=60,
-                   message="enforced from the state dir while the API server is down")
+        eventually(
+            lambda: target.exists() and target.read_text() == "kept\n",
+            timeout=60,
+            message="enforced from the state dir while the API server is down",
+        )
     finally:
         control_plane.restart_apiserver()
     try:
-        cs = put_configset(api_client, namespace, "o", for_host(host, [{"path": str(target), "content": "caught up\n"}]))
+        cs = put_configset(
+            api_client,
+            namespace,
+            "o",
+            for_host(host, [{"path": str(target), "content": "caught up\n"}]),
+        )
         applied(api_client, namespace, host, "o", cs["metadata"]["resourceVersion"])
         assert target.read_text() == "caught up\n"
     finally:

@@ -17,7 +17,9 @@ def main(argv: list[str]) -> int:
         from tests.controlplane import dev
 
         return getattr(dev, command)()
-    print(f"usage: python -m tests.controlplane build|start|stop (not {command!r})", file=sys.stderr)
+    print(
+        f"usage: python -m tests.controlplane build|start|stop (not {command!r})", file=sys.stderr
+    )
     return 2
 
 

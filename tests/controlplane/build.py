@@ -43,8 +43,14 @@ def _go(*args: str, cwd: Path, env: dict) -> str:
 def wrapper_gomod(version: str, upstream_gomod: str) -> str:
     """go.mod text of the wrapper: require kubernetes, replace every v0.0.0 k8s.io/* staging module."""
     staging = sorted(set(re.findall(r"^\s*(k8s\.io/[\w./-]+) v0\.0\.0\s*$", upstream_gomod, re.M)))
-    lines = ["module nodemanager.local/apiserver-build", "", "go 1.24", "",
-             f"require k8s.io/kubernetes {version}", ""]
+    lines = [
+        "module nodemanager.local/apiserver-build",
+        "",
+        "go 1.24",
+        "",
+        f"require k8s.io/kubernetes {version}",
+        "",
+    ]
     lines += [f"replace {mod} => {mod} {staging_version(version)}" for mod in staging]
     return "\n".join(lines) + "\n"
 
@@ -60,14 +66,27 @@ def build(version: str = KUBERNETES_VERSION) -> Path:
     with tempfile.TemporaryDirectory(prefix="apiserver-build-") as tmp:
         work = Path(tmp)
         (work / "go.mod").write_text("module nodemanager.local/probe\n\ngo 1.24\n")
-        info = json.loads(_go("mod", "download", "-json", f"k8s.io/kubernetes@{version}", cwd=work, env=env))
+        info = json.loads(
+            _go("mod", "download", "-json", f"k8s.io/kubernetes@{version}", cwd=work, env=env)
+        )
         (work / "go.mod").write_text(wrapper_gomod(version, Path(info["GoMod"]).read_text()))
-        (work / "main.go").write_text('package main\n\nimport _ "k8s.io/kubernetes/cmd/kube-apiserver/app"\n\nfunc main() {}\n')
+        (work / "main.go").write_text(
+            'package main\n\nimport _ "k8s.io/kubernetes/cmd/kube-apiserver/app"\n\nfunc main() {}\n'
+        )
         _go("mod", "tidy", cwd=work, env=env)
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_suffix(".partial")
-        _go("build", "-trimpath", "-ldflags", "-s -w", "-o", str(partial), "k8s.io/kubernetes/cmd/kube-apiserver",
-            cwd=work, env=env)
+        _go(
+            "build",
+            "-trimpath",
+            "-ldflags",
+            "-s -w",
+            "-o",
+            str(partial),
+            "k8s.io/kubernetes/cmd/kube-apiserver",
+            cwd=work,
+            env=env,
+        )
         os.replace(partial, target)
     print(f"built {target} in {time.monotonic() - started:.0f} s", file=sys.stderr)
     return target
@@ -75,5 +94,7 @@ def build(version: str = KUBERNETES_VERSION) -> Path:
 
 def check_etcd() -> str:
     if not Path(ETCD).exists():
-        raise RuntimeError("etcd not found: install Debian's etcd-server (apt-get install etcd-server)")
+        raise RuntimeError(
+            "etcd not found: install Debian's etcd-server (apt-get install etcd-server)"
+        )
     return ETCD

@@ -51,13 +51,56 @@ class ControlPlane:
     def _pki(self) -> None:
         self.pki.mkdir(exist_ok=True)
         p = self.pki
-        _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
-                 "-days", "30", "-subj", "/CN=nodemanager-test-ca", cwd=p)
-        (p / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\n")
-        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "serving.key", "-out", "serving.csr",
-                 "-subj", "/CN=kube-apiserver", cwd=p)
-        _openssl("x509", "-req", "-in", "serving.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-                 "-out", "serving.crt", "-days", "30", "-extfile", "san.ext", cwd=p)
+        _openssl(
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+            "-days",
+            "30",
+            "-subj",
+            "/CN=nodemanager-test-ca",
+            cwd=p,
+        )
+        (p / "san.ext").write_text(
+            "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\n"
+        )
+        _openssl(
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "serving.key",
+            "-out",
+            "serving.csr",
+            "-subj",
+            "/CN=kube-apiserver",
+            cwd=p,
+        )
+        _openssl(
+            "x509",
+            "-req",
+            "-in",
+            "serving.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "serving.crt",
+            "-days",
+            "30",
+            "-extfile",
+            "san.ext",
+            cwd=p,
+        )
         _openssl("genrsa", "-out", "sa.key", "2048", cwd=p)
         _openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=p)
         self.client_cert("admin", ["system:masters"])
@@ -66,9 +109,35 @@ class ControlPlane:
         """A client certificate for ``user`` in ``groups``, signed by the test CA."""
         subject = "".join(f"/O={g}" for g in groups) + f"/CN={user}"
         key, csr, crt = (self.pki / f"{user}.{ext}" for ext in ("key", "csr", "crt"))
-        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(csr), "-subj", subject, cwd=self.pki)
-        _openssl("x509", "-req", "-in", str(csr), "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-                 "-out", str(crt), "-days", "30", cwd=self.pki)
+        _openssl(
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(csr),
+            "-subj",
+            subject,
+            cwd=self.pki,
+        )
+        _openssl(
+            "x509",
+            "-req",
+            "-in",
+            str(csr),
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            str(crt),
+            "-days",
+            "30",
+            cwd=self.pki,
+        )
         return crt, key
 
     def user_kubeconfig(self, user: str, groups: list[str] = (), path: Path | None = None) -> Path:
@@ -80,8 +149,15 @@ class ControlPlane:
 
     def _write_kubeconfig(self, path: Path, user: str, credentials: dict) -> None:
         config = {
-            "apiVersion": "v1", "kind": "Config", "current-context": user,
-            "clusters": [{"name": "nodemanager-test", "cluster": {"server": self.server, "certificate-authority": str(self.ca)}}],
+            "apiVersion": "v1",
+            "kind": "Config",
+            "current-context": user,
+            "clusters": [
+                {
+                    "name": "nodemanager-test",
+                    "cluster": {"server": self.server, "certificate-authority": str(self.ca)},
+                }
+            ],
             "users": [{"name": user, "user": credentials}],
             "contexts": [{"name": user, "context": {"cluster": "nodemanager-test", "user": user}}],
         }
@@ -92,43 +168,66 @@ class ControlPlane:
 
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen:
         with open(self.dir / f"{name}.log", "ab") as log:  # the child keeps its own descriptor
-            return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            return subprocess.Popen(
+                argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
 
     def _start_apiserver(self) -> None:
         p = self.pki
-        self._apiserver = self._spawn("kube-apiserver", [
-            str(build()),
-            f"--etcd-servers=http://127.0.0.1:{self.etcd_port}",
-            "--bind-address=127.0.0.1", f"--secure-port={self.port}", f"--advertise-address=127.0.0.1",
-            f"--tls-cert-file={p / 'serving.crt'}", f"--tls-private-key-file={p / 'serving.key'}",
-            f"--client-ca-file={self.ca}",
-            "--authorization-mode=RBAC",
-            f"--service-account-issuer={ISSUER}", f"--api-audiences={ISSUER}",
-            f"--service-account-key-file={p / 'sa.pub'}", f"--service-account-signing-key-file={p / 'sa.key'}",
-            "--service-cluster-ip-range=10.0.0.0/24",
-            # No controller-manager runs: tokens for service accounts come from TokenRequest only.
-            "--disable-admission-plugins=ServiceAccount",
-            "--enable-priority-and-fairness=false", "--profiling=false",
-            f"--cert-dir={self.dir / 'certs'}",
-        ])
+        self._apiserver = self._spawn(
+            "kube-apiserver",
+            [
+                str(build()),
+                f"--etcd-servers=http://127.0.0.1:{self.etcd_port}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={self.port}",
+                "--advertise-address=127.0.0.1",
+                f"--tls-cert-file={p / 'serving.crt'}",
+                f"--tls-private-key-file={p / 'serving.key'}",
+                f"--client-ca-file={self.ca}",
+                "--authorization-mode=RBAC",
+                f"--service-account-issuer={ISSUER}",
+                f"--api-audiences={ISSUER}",
+                f"--service-account-key-file={p / 'sa.pub'}",
+                f"--service-account-signing-key-file={p / 'sa.key'}",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                # No controller-manager runs: tokens for service accounts come from TokenRequest only.
+                "--disable-admission-plugins=ServiceAccount",
+                "--enable-priority-and-fairness=false",
+                "--profiling=false",
+                f"--cert-dir={self.dir / 'certs'}",
+            ],
+        )
         self._wait_ready()
 
-    def start(self) -> "ControlPlane":
+    def start(self) -> ControlPlane:
         check_etcd()
         build()
         if not self.ca.exists():
             self._pki()
-        self._write_kubeconfig(self.kubeconfig, "admin", {
-            "client-certificate": str(self.pki / "admin.crt"), "client-key": str(self.pki / "admin.key")})
-        self._etcd = self._spawn("etcd", [
-            check_etcd(), f"--data-dir={self.dir / 'etcd'}", "--name=default",
-            f"--listen-client-urls=http://127.0.0.1:{self.etcd_port}",
-            f"--advertise-client-urls=http://127.0.0.1:{self.etcd_port}",
-            f"--listen-peer-urls=http://127.0.0.1:{self.peer_port}",
-            f"--initial-advertise-peer-urls=http://127.0.0.1:{self.peer_port}",
-            f"--initial-cluster=default=http://127.0.0.1:{self.peer_port}",
-            "--quota-backend-bytes=1073741824", "--log-level=warn",
-        ])
+        self._write_kubeconfig(
+            self.kubeconfig,
+            "admin",
+            {
+                "client-certificate": str(self.pki / "admin.crt"),
+                "client-key": str(self.pki / "admin.key"),
+            },
+        )
+        self._etcd = self._spawn(
+            "etcd",
+            [
+                check_etcd(),
+                f"--data-dir={self.dir / 'etcd'}",
+                "--name=default",
+                f"--listen-client-urls=http://127.0.0.1:{self.etcd_port}",
+                f"--advertise-client-urls=http://127.0.0.1:{self.etcd_port}",
+                f"--listen-peer-urls=http://127.0.0.1:{self.peer_port}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{self.peer_port}",
+                f"--initial-cluster=default=http://127.0.0.1:{self.peer_port}",
+                "--quota-backend-bytes=1073741824",
+                "--log-level=warn",
+            ],
+        )
         self._start_apiserver()
         return self
 
@@ -140,7 +239,9 @@ class ControlPlane:
             if self._apiserver.poll() is not None:
                 break
             try:
-                with urllib.request.urlopen(f"{self.server}/readyz", context=context, timeout=2) as r:
+                with urllib.request.urlopen(
+                    f"{self.server}/readyz", context=context, timeout=2
+                ) as r:
                     if r.status == 200:
                         return
             except OSError:
@@ -148,7 +249,9 @@ class ControlPlane:
             time.sleep(0.2)
         tail = (self.dir / "kube-apiserver.log").read_text(errors="replace")[-3000:]
         self.stop()
-        raise RuntimeError(f"kube-apiserver did not become ready within {timeout:.0f} s; log tail:\n{tail}")
+        raise RuntimeError(
+            f"kube-apiserver did not become ready within {timeout:.0f} s; log tail:\n{tail}"
+        )
 
     @staticmethod
     def _kill(proc: subprocess.Popen | None) -> None:

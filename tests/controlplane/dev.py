@@ -20,14 +20,19 @@ PIDS = STATE_DIR / "pids.json"
 
 def start() -> int:
     if PIDS.exists():
-        print(f"a dev cluster seems to run already ({PIDS}); `make dev-cluster-stop` first", file=sys.stderr)
+        print(
+            f"a dev cluster seems to run already ({PIDS}); `make dev-cluster-stop` first",
+            file=sys.stderr,
+        )
         return 1
     shutil.rmtree(STATE_DIR, ignore_errors=True)
     cp = ControlPlane(STATE_DIR).start()
     PIDS.write_text(json.dumps({"etcd": cp._etcd.pid, "kube-apiserver": cp._apiserver.pid}))
     import subprocess
 
-    subprocess.run(["kubectl", "--kubeconfig", str(cp.kubeconfig), "apply", "-f", "crds/"], check=False)
+    subprocess.run(
+        ["kubectl", "--kubeconfig", str(cp.kubeconfig), "apply", "-f", "crds/"], check=False
+    )
     print(f"control plane at {cp.server}; logs in {STATE_DIR}")
     print(f"export KUBECONFIG={cp.kubeconfig}")
     return 0

@@ -22,8 +22,8 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 SUITE = "bookworm"
 MIRROR = os.environ.get("NODEMANAGER_DEBIAN_MIRROR", "http://deb.debian.org/debian")
@@ -53,14 +53,32 @@ def cached_root(init: str) -> Path:
     root = CACHE / f"{init}-{SUITE}-{version}"
     if (root / "etc" / "os-release").exists():
         return root
-    for tool in ("debootstrap", "nsenter", "unshare", *(["systemd-nspawn"] if init == "systemd" else [])):
+    for tool in (
+        "debootstrap",
+        "nsenter",
+        "unshare",
+        *(["systemd-nspawn"] if init == "systemd" else []),
+    ):
         if shutil.which(tool) is None:
-            raise RuntimeError(f"{tool} not found: `make deps` installs debootstrap and systemd-container")
+            raise RuntimeError(
+                f"{tool} not found: `make deps` installs debootstrap and systemd-container"
+            )
     CACHE.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{root.name}-", dir=CACHE))
     try:
-        proc = subprocess.run(["debootstrap", "--variant=minbase", f"--include={packages}", SUITE, str(staging), MIRROR],
-                              capture_output=True, text=True, timeout=900)
+        proc = subprocess.run(
+            [
+                "debootstrap",
+                "--variant=minbase",
+                f"--include={packages}",
+                SUITE,
+                str(staging),
+                MIRROR,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         if proc.returncode != 0:
             raise RuntimeError(f"debootstrap failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
         if finish:
@@ -106,28 +124,64 @@ class Machine:
     def _argv(self) -> list[str]:
         binds = [("ro", REPO), ("ro", Path(sys.base_prefix).resolve()), ("rw", self.shared)]
         if self.init == "systemd":
-            return ["systemd-nspawn", "--register=no", "--keep-unit", "--quiet", "-b", "-D", str(cached_root("systemd")),
-                    "--volatile=overlay", f"--machine={self.name}",
-                    *(f"--bind-ro={p}" if mode == "ro" else f"--bind={p}" for mode, p in binds)]
+            return [
+                "systemd-nspawn",
+                "--register=no",
+                "--keep-unit",
+                "--quiet",
+                "-b",
+                "-D",
+                str(cached_root("systemd")),
+                "--volatile=overlay",
+                f"--machine={self.name}",
+                *(f"--bind-ro={p}" if mode == "ro" else f"--bind={p}" for mode, p in binds),
+            ]
         work = self.shared / f"{self.name}.overlay"
         work.mkdir()
-        return ["unshare", "--pid", "--mount", "--uts", "--ipc", "--fork", "--propagation", "private",
-                "sh", "-c", _OPENRC_BOOT, "boot", str(cached_root("openrc")), str(work),
-                *(f"{mode}:{p}" for mode, p in binds)]
+        return [
+            "unshare",
+            "--pid",
+            "--mount",
+            "--uts",
+            "--ipc",
+            "--fork",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            _OPENRC_BOOT,
+            "boot",
+            str(cached_root("openrc")),
+            str(work),
+            *(f"{mode}:{p}" for mode, p in binds),
+        ]
 
     def _booted(self) -> bool:
         if self.init == "systemd":
-            return self.run("systemctl", "is-system-running").stdout.strip() in ("running", "degraded")
-        return self.path("/run/openrc/softlevel").exists() and self.run("rc-status", "--runlevel").stdout.strip() == "default"
+            return self.run("systemctl", "is-system-running").stdout.strip() in (
+                "running",
+                "degraded",
+            )
+        return (
+            self.path("/run/openrc/softlevel").exists()
+            and self.run("rc-status", "--runlevel").stdout.strip() == "default"
+        )
 
-    def start(self, timeout: float = 90) -> "Machine":
+    def start(self, timeout: float = 90) -> Machine:
         with open(self.console, "wb") as console:
-            self.proc = subprocess.Popen(self._argv(), stdin=subprocess.DEVNULL, stdout=console, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                self._argv(),
+                stdin=subprocess.DEVNULL,
+                stdout=console,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.init} machine exited {self.proc.returncode}:\n{self._tail()}")
+                raise RuntimeError(
+                    f"{self.init} machine exited {self.proc.returncode}:\n{self._tail()}"
+                )
             self.leader = self.leader or self._child()
             if self.leader and self._booted():
                 return self
@@ -147,8 +201,12 @@ class Machine:
 
     def run(self, *argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
         """Run a command inside the machine (all its namespaces, its root)."""
-        return subprocess.run(["nsenter", "-t", str(self.leader), "-m", "-u", "-i", "-n", "-p", "--", *argv],
-                              capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            ["nsenter", "-t", str(self.leader), "-m", "-u", "-i", "-n", "-p", "--", *argv],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
     def path(self, inside: str) -> Path:
         """A path inside the machine, as the host can read it."""
@@ -160,7 +218,9 @@ class Machine:
         if self.init == "systemd":
             os.kill(self.leader, signal.SIGRTMIN + 4)  # systemd: orderly poweroff
         else:
-            os.kill(self.leader, signal.SIGKILL)  # PID 1 gone: the kernel ends the namespace, mounts go with it
+            os.kill(
+                self.leader, signal.SIGKILL
+            )  # PID 1 gone: the kernel ends the namespace, mounts go with it
         try:
             self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:

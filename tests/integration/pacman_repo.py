@@ -25,16 +25,32 @@ def build_package(workdir: Path, repo: Path, name: str, version: str) -> Path:
     payload = root / "opt" / "nmtest" / name
     payload.mkdir(parents=True)
     (payload / "VERSION").write_text(version.split("-")[0] + "\n")
-    (root / ".PKGINFO").write_text("\n".join([
-        f"pkgname = {name}", f"pkgbase = {name}", f"pkgver = {version}", "pkgdesc = nodemanager test package",
-        "url = https://example.invalid", "builddate = 1700000000", "packager = nodemanager tests",
-        "size = 4", "arch = any", "license = Apache",
-        # The pacman module lists groups first (`pacman -Sgg`), which fails when no repo has any.
-        "group = nmtest",
-    ]) + "\n")
+    (root / ".PKGINFO").write_text(
+        "\n".join(
+            [
+                f"pkgname = {name}",
+                f"pkgbase = {name}",
+                f"pkgver = {version}",
+                "pkgdesc = nodemanager test package",
+                "url = https://example.invalid",
+                "builddate = 1700000000",
+                "packager = nodemanager tests",
+                "size = 4",
+                "arch = any",
+                "license = Apache",
+                # The pacman module lists groups first (`pacman -Sgg`), which fails when no repo has any.
+                "group = nmtest",
+            ]
+        )
+        + "\n"
+    )
     package = repo / f"{name}-{version}-any.pkg.tar.gz"
     subprocess.run(["bsdtar", "-czf", str(package), "-C", str(root), ".PKGINFO", "opt"], check=True)
-    subprocess.run(["repo-add", "-q", str(repo / "nmtest.db.tar.gz"), str(package)], check=True, capture_output=True)
+    subprocess.run(
+        ["repo-add", "-q", str(repo / "nmtest.db.tar.gz"), str(package)],
+        check=True,
+        capture_output=True,
+    )
     return package
 
 
@@ -59,11 +75,16 @@ class PacmanEnv:
     @property
     def prefix(self) -> list[str]:
         mounts = " && ".join(
-            f"mount --bind {shlex.quote(str(src))} {dst}" for src, dst in (
-                (self.conf, "/etc/pacman.conf"), (self.db, "/var/lib/pacman"),
-                (self.cache, "/var/cache/pacman/pkg"), (self.payload_root, "/opt/nmtest")))
+            f"mount --bind {shlex.quote(str(src))} {dst}"
+            for src, dst in (
+                (self.conf, "/etc/pacman.conf"),
+                (self.db, "/var/lib/pacman"),
+                (self.cache, "/var/cache/pacman/pkg"),
+                (self.payload_root, "/opt/nmtest"),
+            )
+        )
         # pacman -Sy: the sync database is refreshed as on a host that ran `pacman -Sy` lately.
-        script = f"mkdir -p /var/cache/pacman/pkg /opt/nmtest && {mounts} && pacman -Sy --noconfirm >/dev/null && exec \"$@\""
+        script = f'mkdir -p /var/cache/pacman/pkg /opt/nmtest && {mounts} && pacman -Sy --noconfirm >/dev/null && exec "$@"'
         return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"]
 
     def run(self, *argv: str) -> subprocess.CompletedProcess:
@@ -92,7 +113,8 @@ def make_env(tmp_path: Path, pacman_repo: PacmanRepo) -> PacmanEnv:
     conf = tmp_path / "pacman.conf"
     conf.write_text(
         "[options]\nArchitecture = auto\nSigLevel = Never\nLocalFileSigLevel = Never\n\n"
-        f"[nmtest]\nSigLevel = Never\nServer = file://{pacman_repo.repo}\n")
+        f"[nmtest]\nSigLevel = Never\nServer = file://{pacman_repo.repo}\n"
+    )
     env = PacmanEnv(conf, tmp_path / "db", tmp_path / "cache", tmp_path / "opt-nmtest")
     for d in (env.db, env.cache, env.payload_root):
         d.mkdir()

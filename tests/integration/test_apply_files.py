@@ -14,15 +14,24 @@ ALL = {}  # an empty selector matches every node
 
 
 def files_spec(root: Path) -> dict:
-    return {"selector": ALL, "files": [
-        {"path": f"{root}/etc", "ensure": "directory", "mode": "0750", "purge": True},
-        {"path": f"{root}/etc/app.conf", "content": "port = 80\n", "mode": "0640", "owner": "root", "group": "root"},
-        {"path": f"{root}/etc/empty"},
-        {"path": f"{root}/etc/current", "ensure": "symlink", "target": f"{root}/etc/app.conf"},
-        {"path": f"{root}/etc/keep-local", "content": "default\n", "createOnly": True},
-        {"path": f"{root}/old.conf", "ensure": "absent"},
-        {"path": f"{root}/etc/emptied", "content": ""},
-    ]}
+    return {
+        "selector": ALL,
+        "files": [
+            {"path": f"{root}/etc", "ensure": "directory", "mode": "0750", "purge": True},
+            {
+                "path": f"{root}/etc/app.conf",
+                "content": "port = 80\n",
+                "mode": "0640",
+                "owner": "root",
+                "group": "root",
+            },
+            {"path": f"{root}/etc/empty"},
+            {"path": f"{root}/etc/current", "ensure": "symlink", "target": f"{root}/etc/app.conf"},
+            {"path": f"{root}/etc/keep-local", "content": "default\n", "createOnly": True},
+            {"path": f"{root}/old.conf", "ensure": "absent"},
+            {"path": f"{root}/etc/emptied", "content": ""},
+        ],
+    }
 
 
 def test_every_file_form_applies_and_reapply_changes_nothing(tmp_path):
@@ -56,9 +65,26 @@ def test_subscribed_execution_runs_only_when_its_file_changed(tmp_path):
     log = tmp_path / "ran.log"
 
     def apply(content):
-        cfg = write_configsets(tmp_path / "cs.yaml", {"name": "exec", "spec": {"selector": ALL,
-            "files": [{"path": f"{tmp_path}/app.conf", "content": content}, {"path": f"{tmp_path}/other", "content": "x"}],
-            "executions": [{"command": "/bin/sh", "args": ["-c", f"echo ran >> {log}"], "subscribe_files": [f"{tmp_path}/app.conf"]}]}})
+        cfg = write_configsets(
+            tmp_path / "cs.yaml",
+            {
+                "name": "exec",
+                "spec": {
+                    "selector": ALL,
+                    "files": [
+                        {"path": f"{tmp_path}/app.conf", "content": content},
+                        {"path": f"{tmp_path}/other", "content": "x"},
+                    ],
+                    "executions": [
+                        {
+                            "command": "/bin/sh",
+                            "args": ["-c", f"echo ran >> {log}"],
+                            "subscribe_files": [f"{tmp_path}/app.conf"],
+                        }
+                    ],
+                },
+            },
+        )
         result = nm("apply", "-f", str(cfg))
         assert result.returncode == 0, result.stdout + result.stderr
         return log.read_text().count("ran") if log.exists() else 0
@@ -70,9 +96,23 @@ def test_subscribed_execution_runs_only_when_its_file_changed(tmp_path):
 
 def test_failure_is_reported_with_its_message_and_the_rest_applies(tmp_path):
     (tmp_path / "blocker").write_text("a file where a directory should be\n")
-    cfg = write_configsets(tmp_path / "cs.yaml",
-        {"name": "broken", "spec": {"selector": ALL, "files": [{"path": f"{tmp_path}/blocker/x.conf", "content": "x"}]}},
-        {"name": "fine", "spec": {"selector": ALL, "files": [{"path": f"{tmp_path}/fine.conf", "content": "ok"}]}})
+    cfg = write_configsets(
+        tmp_path / "cs.yaml",
+        {
+            "name": "broken",
+            "spec": {
+                "selector": ALL,
+                "files": [{"path": f"{tmp_path}/blocker/x.conf", "content": "x"}],
+            },
+        },
+        {
+            "name": "fine",
+            "spec": {
+                "selector": ALL,
+                "files": [{"path": f"{tmp_path}/fine.conf", "content": "ok"}],
+            },
+        },
+    )
     result = nm("apply", "-f", str(cfg))
     assert result.returncode == 1
     assert f"failed file:{tmp_path}/blocker/x.conf:" in result.stdout
@@ -82,10 +122,24 @@ def test_failure_is_reported_with_its_message_and_the_rest_applies(tmp_path):
 
 
 def test_invalid_configset_names_the_field_and_never_becomes_a_task(tmp_path):
-    cfg = write_configsets(tmp_path / "cs.yaml",
-        {"name": "bad", "spec": {"selector": ALL, "files": [
-            {"path": f"{tmp_path}/ok-but-skipped", "content": "x"}, {"path": "relative/x"}, {"path": f"{tmp_path}/m", "mode": "999"}]}},
-        {"name": "good", "spec": {"selector": ALL, "files": [{"path": f"{tmp_path}/good", "content": "g"}]}})
+    cfg = write_configsets(
+        tmp_path / "cs.yaml",
+        {
+            "name": "bad",
+            "spec": {
+                "selector": ALL,
+                "files": [
+                    {"path": f"{tmp_path}/ok-but-skipped", "content": "x"},
+                    {"path": "relative/x"},
+                    {"path": f"{tmp_path}/m", "mode": "999"},
+                ],
+            },
+        },
+        {
+            "name": "good",
+            "spec": {"selector": ALL, "files": [{"path": f"{tmp_path}/good", "content": "g"}]},
+        },
+    )
     result = nm("apply", "-f", str(cfg))
     assert result.returncode == 1
     assert "spec.files[1].path: 'relative/x' must be an absolute path" in result.stderr
@@ -95,9 +149,14 @@ def test_invalid_configset_names_the_field_and_never_becomes_a_task(tmp_path):
 
 
 def test_content_that_looks_like_tasks_is_written_verbatim(tmp_path):
-    evil = "- hosts: all\n  tasks:\n    - shell: touch {0}/pwned\n{{{{ lookup('pipe', 'touch {0}/pwned2') }}}}\n".format(tmp_path)
-    cfg = write_configsets(tmp_path / "cs.yaml", {"name": "evil", "spec": {"selector": ALL,
-        "files": [{"path": f"{tmp_path}/payload", "content": evil}]}})
+    evil = f"- hosts: all\n  tasks:\n    - shell: touch {tmp_path}/pwned\n{{{{ lookup('pipe', 'touch {tmp_path}/pwned2') }}}}\n"
+    cfg = write_configsets(
+        tmp_path / "cs.yaml",
+        {
+            "name": "evil",
+            "spec": {"selector": ALL, "files": [{"path": f"{tmp_path}/payload", "content": evil}]},
+        },
+    )
     result = nm("apply", "-f", str(cfg))
     assert result.returncode == 0, result.stdout + result.stderr
     assert (tmp_path / "payload").read_text() == evil
@@ -105,8 +164,13 @@ def test_content_that_looks_like_tasks_is_written_verbatim(tmp_path):
 
 
 def test_check_mode_reports_and_changes_nothing(tmp_path):
-    cfg = write_configsets(tmp_path / "cs.yaml", {"name": "dry", "spec": {"selector": ALL,
-        "files": [{"path": f"{tmp_path}/new.conf", "content": "x"}]}})
+    cfg = write_configsets(
+        tmp_path / "cs.yaml",
+        {
+            "name": "dry",
+            "spec": {"selector": ALL, "files": [{"path": f"{tmp_path}/new.conf", "content": "x"}]},
+        },
+    )
     result = nm("apply", "--check", "-f", str(cfg))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "dry: 0 ok, 1 would change, 0 failed" in result.stdout
@@ -115,8 +179,16 @@ def test_check_mode_reports_and_changes_nothing(tmp_path):
 
 def test_diff_shows_the_file_change(tmp_path):
     (tmp_path / "a.conf").write_text("old line\n")
-    cfg = write_configsets(tmp_path / "cs.yaml", {"name": "d", "spec": {"selector": ALL,
-        "files": [{"path": f"{tmp_path}/a.conf", "content": "new line\n"}]}})
+    cfg = write_configsets(
+        tmp_path / "cs.yaml",
+        {
+            "name": "d",
+            "spec": {
+                "selector": ALL,
+                "files": [{"path": f"{tmp_path}/a.conf", "content": "new line\n"}],
+            },
+        },
+    )
     result = nm("apply", "--diff", "-f", str(cfg))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "-old line" in result.stderr and "+new line" in result.stderr
@@ -125,33 +197,70 @@ def test_diff_shows_the_file_change(tmp_path):
 def test_private_run_directory_is_removed(tmp_path):
     work = tmp_path / "tmp"
     work.mkdir()
-    cfg = write_configsets(tmp_path / "cs.yaml", {"name": "t", "spec": {"selector": ALL,
-        "files": [{"path": f"{tmp_path}/f", "content": "x"}]}})
+    cfg = write_configsets(
+        tmp_path / "cs.yaml",
+        {
+            "name": "t",
+            "spec": {"selector": ALL, "files": [{"path": f"{tmp_path}/f", "content": "x"}]},
+        },
+    )
     result = nm("apply", "-f", str(cfg), env={"TMPDIR": str(work)})
     assert result.returncode == 0, result.stdout + result.stderr
     assert list(work.iterdir()) == []
 
 
 def test_missing_collection_is_a_clear_error(tmp_path):
-    cfg = write_configsets(tmp_path / "cs.yaml", {"name": "p", "spec": {"selector": ALL, "packages": [{"name": "vim"}]}})
-    result = nm("apply", "--os", "arch", "-f", str(cfg), env={"NODEMANAGER_COLLECTIONS_PATH": str(tmp_path / "none")})
+    cfg = write_configsets(
+        tmp_path / "cs.yaml",
+        {"name": "p", "spec": {"selector": ALL, "packages": [{"name": "vim"}]}},
+    )
+    result = nm(
+        "apply",
+        "--os",
+        "arch",
+        "-f",
+        str(cfg),
+        env={"NODEMANAGER_COLLECTIONS_PATH": str(tmp_path / "none")},
+    )
     assert result.returncode == 1
     assert "Ansible modules not installed: community.general.pacman" in result.stderr
 
 
 def test_rendered_playbook_runs_as_is_with_ansible_playbook(tmp_path):
-    cfg = write_configsets(tmp_path / "cs.yaml", {"name": "r", "spec": {"selector": ALL,
-        "files": [{"path": f"{tmp_path}/rendered.conf", "content": "{{ not templated }}\n"}],
-        "executions": [{"command": "/bin/sh", "args": ["-c", f"pwd > {tmp_path}/handler-cwd"],
-                        "subscribe_files": [f"{tmp_path}/rendered.conf"]}]}})
+    cfg = write_configsets(
+        tmp_path / "cs.yaml",
+        {
+            "name": "r",
+            "spec": {
+                "selector": ALL,
+                "files": [
+                    {"path": f"{tmp_path}/rendered.conf", "content": "{{ not templated }}\n"}
+                ],
+                "executions": [
+                    {
+                        "command": "/bin/sh",
+                        "args": ["-c", f"pwd > {tmp_path}/handler-cwd"],
+                        "subscribe_files": [f"{tmp_path}/rendered.conf"],
+                    }
+                ],
+            },
+        },
+    )
     first, second = nm("render", "-f", str(cfg)), nm("render", "-f", str(cfg))
     assert first.returncode == 0, first.stderr
     assert first.stdout == second.stdout  # same input, same bytes
     playbook = tmp_path / "site.yml"
     playbook.write_text(first.stdout)
     collections = Path(__file__).resolve().parents[2] / "collections"
-    run = subprocess.run([str(Path(NODEMANAGER).with_name("ansible-playbook")), str(playbook)], capture_output=True,
-                         text=True, env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(collections)}, timeout=300)
+    run = subprocess.run(
+        [str(Path(NODEMANAGER).with_name("ansible-playbook")), str(playbook)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(collections)},
+        timeout=300,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert (tmp_path / "rendered.conf").read_text() == "{{ not templated }}\n"
-    assert (tmp_path / "handler-cwd").read_text() == "/\n"  # the handler ran, from / as the fast path runs it
+    assert (
+        tmp_path / "handler-cwd"
+    ).read_text() == "/\n"  # the handler ran, from / as the fast path runs it

@@ -29,15 +29,24 @@ def build_deb(repo: Path, version: str) -> None:
     (root / "DEBIAN" / "conffiles").write_text("/etc/nmtest-hello.conf\n")
     (root / "DEBIAN" / "control").write_text(
         f"Package: {PACKAGE}\nVersion: {version}\nArchitecture: all\nMaintainer: nodemanager tests <t@example.invalid>\n"
-        "Description: nodemanager test package\n")
+        "Description: nodemanager test package\n"
+    )
     deb = repo / f"{PACKAGE}_{version}_all.deb"
-    subprocess.run(["dpkg-deb", "--root-owner-group", "--build", str(root), str(deb)], check=True, capture_output=True)
+    subprocess.run(
+        ["dpkg-deb", "--root-owner-group", "--build", str(root), str(deb)],
+        check=True,
+        capture_output=True,
+    )
     entries = []
     for pkg in sorted(repo.glob("*.deb")):
-        control = subprocess.run(["dpkg-deb", "-f", str(pkg)], check=True, capture_output=True, text=True).stdout
+        control = subprocess.run(
+            ["dpkg-deb", "-f", str(pkg)], check=True, capture_output=True, text=True
+        ).stdout
         data = pkg.read_bytes()
-        entries.append(control.rstrip("\n") + f"\nFilename: ./{pkg.name}\nSize: {len(data)}\n"
-                       f"SHA256: {hashlib.sha256(data).hexdigest()}\n")
+        entries.append(
+            control.rstrip("\n") + f"\nFilename: ./{pkg.name}\nSize: {len(data)}\n"
+            f"SHA256: {hashlib.sha256(data).hexdigest()}\n"
+        )
     (repo / "Packages").write_text("\n".join(entries))
 
 
@@ -57,7 +66,9 @@ def debian(tmp_path):
 
 
 def apply(m: Machine, tmp_path: Path, package: dict) -> str:
-    cs = write_configsets(tmp_path / "pkgs.yaml", {"name": "pkgs", "spec": {"selector": {}, "packages": [package]}})
+    cs = write_configsets(
+        tmp_path / "pkgs.yaml", {"name": "pkgs", "spec": {"selector": {}, "packages": [package]}}
+    )
     result = m.run(NODEMANAGER, "apply", "-f", str(cs))
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
@@ -65,7 +76,10 @@ def apply(m: Machine, tmp_path: Path, package: dict) -> str:
 
 def status(m: Machine) -> str:
     """dpkg's word for the package: installed, config-files, or not-installed."""
-    return m.run("dpkg-query", "-W", "-f", "${db:Status-Status}", PACKAGE).stdout.strip() or "not-installed"
+    return (
+        m.run("dpkg-query", "-W", "-f", "${db:Status-Status}", PACKAGE).stdout.strip()
+        or "not-installed"
+    )
 
 
 def test_install_reapply_upgrade_remove_reinstall(debian, tmp_path):
@@ -76,7 +90,9 @@ def test_install_reapply_upgrade_remove_reinstall(debian, tmp_path):
 
     build_deb(repo, "1.1")
     assert m.run("apt-get", "update").returncode == 0
-    assert "0 changed" in apply(m, tmp_path, {"name": PACKAGE})  # installed: a newer one is not wanted
+    assert "0 changed" in apply(
+        m, tmp_path, {"name": PACKAGE}
+    )  # installed: a newer one is not wanted
     assert "1 changed" in apply(m, tmp_path, {"name": PACKAGE, "ensure": "latest"})
     assert m.path("/opt/nmtest/VERSION").read_text() == "1.1\n"
 

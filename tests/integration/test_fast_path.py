@@ -15,15 +15,25 @@ pytestmark = pytest.mark.ansible
 
 
 def plan_for(root: Path):
-    spec = {"files": [
-        {"path": f"{root}/d", "ensure": "directory", "mode": "0750", "purge": True},
-        {"path": f"{root}/d/f", "content": "x\n", "mode": "0640", "owner": "root", "group": "root"},
-        {"path": f"{root}/d/l", "ensure": "symlink", "target": f"{root}/d/f"},
-        {"path": f"{root}/d/e"},
-        {"path": f"{root}/gone", "ensure": "absent"},
-        {"path": f"{root}/keep", "content": "default", "createOnly": True},
-    ]}
-    return build(merge([ConfigSet.from_dict({"metadata": {"name": "p"}, "spec": spec})]), "debian", "n")
+    spec = {
+        "files": [
+            {"path": f"{root}/d", "ensure": "directory", "mode": "0750", "purge": True},
+            {
+                "path": f"{root}/d/f",
+                "content": "x\n",
+                "mode": "0640",
+                "owner": "root",
+                "group": "root",
+            },
+            {"path": f"{root}/d/l", "ensure": "symlink", "target": f"{root}/d/f"},
+            {"path": f"{root}/d/e"},
+            {"path": f"{root}/gone", "ensure": "absent"},
+            {"path": f"{root}/keep", "content": "default", "createOnly": True},
+        ]
+    }
+    return build(
+        merge([ConfigSet.from_dict({"metadata": {"name": "p"}, "spec": spec})]), "debian", "n"
+    )
 
 
 DRIFTS = {
@@ -43,7 +53,9 @@ def test_converged_host_needs_no_ansible(tmp_path):
     plan = plan_for(tmp_path)
     first = apply(plan)
     assert first.ansible and not first.failed
-    assert converged_tasks(plan) == set(plan.origins) - {n for n, o in plan.origins.items() if o.handler}
+    assert converged_tasks(plan) == set(plan.origins) - {
+        n for n, o in plan.origins.items() if o.handler
+    }
     second = apply(plan)
     assert not second.ansible and {r.status for r in second.results} == {"ok"}
 
@@ -64,42 +76,74 @@ def test_drift_is_detected_and_fixed(tmp_path, drift):
 
 
 def plan_of(spec: dict):
-    return build(merge([ConfigSet.from_dict({"metadata": {"name": "h"}, "spec": spec})]), "debian", "n")
+    return build(
+        merge([ConfigSet.from_dict({"metadata": {"name": "h"}, "spec": spec})]), "debian", "n"
+    )
 
 
 def test_native_write_and_its_subscribed_execution_need_no_ansible(tmp_path):
     log = tmp_path / "handler.log"
-    plan = plan_of({"files": [{"path": f"{tmp_path}/a.conf", "content": "v1\n", "mode": "0600"}],
-                    "executions": [{"command": "/bin/sh", "args": ["-c", f"pwd > {tmp_path}/cwd; echo ran >> {log}"],
-                                    "subscribe_files": [f"{tmp_path}/a.conf"]}]})
+    plan = plan_of(
+        {
+            "files": [{"path": f"{tmp_path}/a.conf", "content": "v1\n", "mode": "0600"}],
+            "executions": [
+                {
+                    "command": "/bin/sh",
+                    "args": ["-c", f"pwd > {tmp_path}/cwd; echo ran >> {log}"],
+                    "subscribe_files": [f"{tmp_path}/a.conf"],
+                }
+            ],
+        }
+    )
     first = apply(plan)
     assert not first.failed and not first.ansible
     assert sorted((r.resource.split(":")[0], r.module, r.status) for r in first.results) == [
-        ("execution", "native", "changed"), ("file", "native", "changed")]
+        ("execution", "native", "changed"),
+        ("file", "native", "changed"),
+    ]
     assert log.read_text() == "ran\n"
     assert (tmp_path / "cwd").read_text() == "/\n"  # chdir: / as the playbook says
     assert oct(os.stat(f"{tmp_path}/a.conf").st_mode & 0o777) == "0o600"
     again = apply(plan)
-    assert not again.ansible and log.read_text() == "ran\n"  # nothing changed, the handler does not run
+    assert (
+        not again.ansible and log.read_text() == "ran\n"
+    )  # nothing changed, the handler does not run
 
 
 def test_execution_after_a_task_left_to_ansible_waits_for_it(tmp_path):
     # A new symlink is Ansible's to make; the execution after it depends on it, so it runs after,
     # through Ansible, and the handler of the natively written file too.
     link, log = tmp_path / "link", tmp_path / "log"
-    plan = plan_of({"files": [{"path": f"{tmp_path}/a.conf", "content": "v1\n"},
-                              {"path": str(link), "ensure": "symlink", "target": f"{tmp_path}/a.conf"}],
-                    "executions": [{"command": "/bin/sh", "args": ["-c", f"test -L {link} && echo seen >> {log}"]},
-                                   {"command": "/bin/sh", "args": ["-c", f"echo handler >> {log}"],
-                                    "subscribe_files": [f"{tmp_path}/a.conf"]}]})
+    plan = plan_of(
+        {
+            "files": [
+                {"path": f"{tmp_path}/a.conf", "content": "v1\n"},
+                {"path": str(link), "ensure": "symlink", "target": f"{tmp_path}/a.conf"},
+            ],
+            "executions": [
+                {"command": "/bin/sh", "args": ["-c", f"test -L {link} && echo seen >> {log}"]},
+                {
+                    "command": "/bin/sh",
+                    "args": ["-c", f"echo handler >> {log}"],
+                    "subscribe_files": [f"{tmp_path}/a.conf"],
+                },
+            ],
+        }
+    )
     result = apply(plan)
-    assert not result.failed and result.ansible, [(r.task, r.status, r.message) for r in result.results]
+    assert not result.failed and result.ansible, [
+        (r.task, r.status, r.message) for r in result.results
+    ]
     assert log.read_text() == "seen\nhandler\n"
 
 
 def test_failing_native_execution_is_reported_with_its_output(tmp_path):
-    plan = plan_of({"executions": [{"command": "/bin/sh", "args": ["-c", "echo broken >&2; exit 3"]}]})
+    plan = plan_of(
+        {"executions": [{"command": "/bin/sh", "args": ["-c", "echo broken >&2; exit 3"]}]}
+    )
     result = apply(plan)
     (r,) = result.results
     assert result.failed and not result.ansible
-    assert r.status == "failed" and r.message == "/bin/sh -c echo broken >&2; exit 3 exited 3: broken"
+    assert (
+        r.status == "failed" and r.message == "/bin/sh -c echo broken >&2; exit 3 exited 3: broken"
+    )

@@ -10,7 +10,9 @@ pytestmark = pytest.mark.ansible
 
 
 def apply(tmp_path, env, package):
-    cfg = write_configsets(tmp_path / "pkgs.yaml", {"name": "pkgs", "spec": {"selector": {}, "packages": [package]}})
+    cfg = write_configsets(
+        tmp_path / "pkgs.yaml", {"name": "pkgs", "spec": {"selector": {}, "packages": [package]}}
+    )
     result = nm("apply", "--os", "arch", "-f", str(cfg), prefix=env.prefix)
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
@@ -23,7 +25,9 @@ def test_install_reapply_upgrade_remove(tmp_path, pacman_repo, pacman_env):
     assert "0 changed" in apply(tmp_path, pacman_env, {"name": PACKAGE})
 
     pacman_repo.publish("1.1-1")
-    assert "0 changed" in apply(tmp_path, pacman_env, {"name": PACKAGE})  # installed: a newer one is not wanted
+    assert "0 changed" in apply(
+        tmp_path, pacman_env, {"name": PACKAGE}
+    )  # installed: a newer one is not wanted
     assert pacman_env.query() == "1.0-1"
     assert "1 changed" in apply(tmp_path, pacman_env, {"name": PACKAGE, "ensure": "latest"})
     assert pacman_env.query() == "1.1-1" and pacman_env.payload() == "1.1"
@@ -33,7 +37,10 @@ def test_install_reapply_upgrade_remove(tmp_path, pacman_repo, pacman_env):
 
 
 def test_missing_package_fails_with_pacman_message(tmp_path, pacman_repo, pacman_env):
-    cfg = write_configsets(tmp_path / "pkgs.yaml", {"name": "pkgs", "spec": {"selector": {}, "packages": [{"name": "nmtest-nope"}]}})
+    cfg = write_configsets(
+        tmp_path / "pkgs.yaml",
+        {"name": "pkgs", "spec": {"selector": {}, "packages": [{"name": "nmtest-nope"}]}},
+    )
     result = nm("apply", "--os", "arch", "-f", str(cfg), prefix=pacman_env.prefix)
     assert result.returncode == 1
     assert "failed package:nmtest-nope:" in result.stdout

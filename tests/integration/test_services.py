@@ -30,12 +30,16 @@ class Init:
 
     def define(self, version: str) -> str:
         if self.name == "systemd":
-            return (f"[Unit]\nDescription=nodemanager test service {version}\n\n[Service]\n"
-                    f"ExecStart=/bin/sh -c 'echo started >> {STARTS}; exec sleep infinity'\n\n"
-                    "[Install]\nWantedBy=multi-user.target\n")
-        return (f"#!/sbin/openrc-run\ndescription='nodemanager test service {version}'\n"
-                "command=/bin/sleep\ncommand_args=infinity\ncommand_background=true\npidfile=/run/nmtest.pid\n"
-                f"start_pre() {{ echo started >> {STARTS}; }}\n")
+            return (
+                f"[Unit]\nDescription=nodemanager test service {version}\n\n[Service]\n"
+                f"ExecStart=/bin/sh -c 'echo started >> {STARTS}; exec sleep infinity'\n\n"
+                "[Install]\nWantedBy=multi-user.target\n"
+            )
+        return (
+            f"#!/sbin/openrc-run\ndescription='nodemanager test service {version}'\n"
+            "command=/bin/sleep\ncommand_args=infinity\ncommand_background=true\npidfile=/run/nmtest.pid\n"
+            f"start_pre() {{ echo started >> {STARTS}; }}\n"
+        )
 
     def active(self, m: Machine) -> bool:
         if self.name == "systemd":
@@ -45,7 +49,9 @@ class Init:
     def enabled(self, m: Machine) -> bool:
         if self.name == "systemd":
             return m.run("systemctl", "is-enabled", "nmtest").stdout.strip() == "enabled"
-        return m.path("/etc/runlevels/default/nmtest").is_symlink()  # its target is absolute, inside
+        return m.path(
+            "/etc/runlevels/default/nmtest"
+        ).is_symlink()  # its target is absolute, inside
 
     def break_it(self, m: Machine) -> None:
         if self.name == "systemd":
@@ -55,7 +61,10 @@ class Init:
             m.run("rc-update", "del", "nmtest", "default")
 
 
-INITS = [Init("systemd", "/etc/systemd/system/nmtest.service"), Init("openrc", "/etc/init.d/nmtest")]
+INITS = [
+    Init("systemd", "/etc/systemd/system/nmtest.service"),
+    Init("openrc", "/etc/init.d/nmtest"),
+]
 
 
 @pytest.fixture(params=INITS, ids=lambda i: i.name)
@@ -65,16 +74,43 @@ def booted(request, tmp_path):
     machine.stop()
 
 
-def configset(path: Path, init: Init, *, conf: str, version: str = "1", ensure: str = "running",
-              enable: bool = True) -> Path:
-    return write_configsets(path, {"name": "svc", "spec": {"selector": {}, "files": [
-        {"path": init.definition, "content": init.define(version), "mode": "0755"},
-        {"path": CONF, "content": conf, "mode": "0644"},
-    ], "services": [
-        {"name": "nmtest", "ensure": ensure, "enable": enable, "subscribe_files": [CONF]},
-    ], "executions": [  # on systemd this would be daemon-reload; here it records that it ran
-        {"command": "/bin/sh", "args": ["-c", f"echo reload >> {RELOADS}"], "subscribe_files": [init.definition]},
-    ]}})
+def configset(
+    path: Path,
+    init: Init,
+    *,
+    conf: str,
+    version: str = "1",
+    ensure: str = "running",
+    enable: bool = True,
+) -> Path:
+    return write_configsets(
+        path,
+        {
+            "name": "svc",
+            "spec": {
+                "selector": {},
+                "files": [
+                    {"path": init.definition, "content": init.define(version), "mode": "0755"},
+                    {"path": CONF, "content": conf, "mode": "0644"},
+                ],
+                "services": [
+                    {
+                        "name": "nmtest",
+                        "ensure": ensure,
+                        "enable": enable,
+                        "subscribe_files": [CONF],
+                    },
+                ],
+                "executions": [  # on systemd this would be daemon-reload; here it records that it ran
+                    {
+                        "command": "/bin/sh",
+                        "args": ["-c", f"echo reload >> {RELOADS}"],
+                        "subscribe_files": [init.definition],
+                    },
+                ],
+            },
+        },
+    )
 
 
 def apply(machine: Machine, cs: Path, *extra: str) -> str:
@@ -92,7 +128,9 @@ def test_service_started_enabled_restarted_on_change_and_stopped(booted, tmp_pat
     cs = configset(tmp_path / "cs.yaml", init, conf="level = 1\n")
     assert "svc: 0 ok" in apply(m, cs)
     assert init.active(m) and init.enabled(m)
-    assert count(m, STARTS) == 1  # started once: the changed file does not restart what this run started
+    assert (
+        count(m, STARTS) == 1
+    )  # started once: the changed file does not restart what this run started
     assert count(m, RELOADS) == 1
 
     # Nothing changed: nothing restarts, whichever path looks (fast path, then Ansible alone).
@@ -111,7 +149,9 @@ def test_service_started_enabled_restarted_on_change_and_stopped(booted, tmp_pat
     apply(m, cs)
     assert count(m, RELOADS) == 2 and count(m, STARTS) == 2
 
-    cs = configset(tmp_path / "cs.yaml", init, conf="level = 2\n", version="2", ensure="stopped", enable=False)
+    cs = configset(
+        tmp_path / "cs.yaml", init, conf="level = 2\n", version="2", ensure="stopped", enable=False
+    )
     apply(m, cs)
     assert not init.active(m) and not init.enabled(m)
     assert "0 changed" in apply(m, cs)

@@ -9,18 +9,31 @@ from nodemanager.executor.run import RunResult
 
 
 def configset(name, path, content, rv="1"):
-    return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": rv, "generation": 1},
-            "spec": {"selector": {}, "files": [{"path": path, "content": content}]}}
+    return {
+        "metadata": {"name": name, "namespace": "ns", "resourceVersion": rv, "generation": 1},
+        "spec": {"selector": {}, "files": [{"path": path, "content": content}]},
+    }
 
 
 def reconciler(tmp_path, run):
-    return Reconciler(name="n1", managed_labels={"kubernetes.io/hostname": "n1"}, family="debian",
-                      store=StateStore(str(tmp_path / "state")), metrics=Metrics(), agent_version="t",
-                      observe=lambda: {}, run=run, clock=lambda: "2026-01-01T00:00:00Z")
+    return Reconciler(
+        name="n1",
+        managed_labels={"kubernetes.io/hostname": "n1"},
+        family="debian",
+        store=StateStore(str(tmp_path / "state")),
+        metrics=Metrics(),
+        agent_version="t",
+        observe=lambda: {},
+        run=run,
+        clock=lambda: "2026-01-01T00:00:00Z",
+    )
 
 
 def snapshot(*configsets):
-    return Snapshot(node={"metadata": {"name": "n1", "labels": {}, "generation": 1}}, configsets=list(configsets))
+    return Snapshot(
+        node={"metadata": {"name": "n1", "labels": {}, "generation": 1}},
+        configsets=list(configsets),
+    )
 
 
 def entry(result, name):
@@ -33,14 +46,22 @@ def test_only_the_changed_resource_runs_and_nothing_when_nothing_changed(tmp_pat
     def run(plan, **_):
         tasks = [t["name"] for play in plan.playbook for t in play["tasks"]]
         runs.append(tasks)
-        return RunResult("successful", 0, tuple(TaskResult(t, plan.origins[t].resource, plan.origins[t].configsets, "changed")
-                                                for t in tasks))
+        return RunResult(
+            "successful",
+            0,
+            tuple(
+                TaskResult(t, plan.origins[t].resource, plan.origins[t].configsets, "changed")
+                for t in tasks
+            ),
+        )
 
     r = reconciler(tmp_path, run)
     a, b = configset("a", "/a", "1"), configset("b", "/b", "1")
     first = r.reconcile(snapshot(a, b), full=True)
     assert runs == [["a | file /a", "b | file /b"]] and entry(first, "a")["error"] == ""
-    assert r.reconcile(snapshot(a, b), full=False).ran is False and len(runs) == 1  # nothing changed: no run
+    assert (
+        r.reconcile(snapshot(a, b), full=False).ran is False and len(runs) == 1
+    )  # nothing changed: no run
     r.reconcile(snapshot(a, configset("b", "/b", "2", rv="2")), full=False)
     assert runs[-1] == ["b | file /b"]
 
@@ -52,4 +73,6 @@ def test_executor_that_cannot_start_is_reported_on_the_configsets_it_concerned(t
     r = reconciler(tmp_path, broken)
     result = r.reconcile(snapshot(configset("a", "/a", "1")), full=False)
     assert result.failed and result.requeue_after
-    assert entry(result, "a")["error"].startswith("Ansible modules not installed: community.general.pacman")
+    assert entry(result, "a")["error"].startswith(
+        "Ansible modules not installed: community.general.pacman"
+    )

@@ -48,55 +48,104 @@ def test_seed_era_configset_parses_with_defaults():
     assert cs.executions[0].argv == ("/usr/bin/systemctl", "daemon-reload")
 
 
-@pytest.mark.parametrize("file, expected", [
-    ({"path": "etc/x"}, "spec.files[0].path: 'etc/x' must be an absolute path"),
-    ({"path": "/etc/../shadow"}, "spec.files[0].path: '/etc/../shadow' must not contain a '..' segment"),
-    ({"path": "/x", "ensure": "present"}, "spec.files[0].ensure: unknown value 'present'"),
-    ({"path": "/x", "mode": "999"}, "spec.files[0].mode: '999' is not an octal string"),
-    ({"path": "/x", "mode": 644}, "spec.files[0].mode: must be a string, not int"),
-    ({"path": "/x", "ensure": "symlink"}, "spec.files[0].target: required when ensure is symlink"),
-    ({"path": "/x", "content": "a", "template": "b"}, "spec.files[0].template: content and template are mutually exclusive"),
-    ({"path": "/x", "purge": True}, "spec.files[0].purge: only allowed when ensure is directory"),
-])
+@pytest.mark.parametrize(
+    "file, expected",
+    [
+        ({"path": "etc/x"}, "spec.files[0].path: 'etc/x' must be an absolute path"),
+        (
+            {"path": "/etc/../shadow"},
+            "spec.files[0].path: '/etc/../shadow' must not contain a '..' segment",
+        ),
+        ({"path": "/x", "ensure": "present"}, "spec.files[0].ensure: unknown value 'present'"),
+        ({"path": "/x", "mode": "999"}, "spec.files[0].mode: '999' is not an octal string"),
+        ({"path": "/x", "mode": 644}, "spec.files[0].mode: must be a string, not int"),
+        (
+            {"path": "/x", "ensure": "symlink"},
+            "spec.files[0].target: required when ensure is symlink",
+        ),
+        (
+            {"path": "/x", "content": "a", "template": "b"},
+            "spec.files[0].template: content and template are mutually exclusive",
+        ),
+        (
+            {"path": "/x", "purge": True},
+            "spec.files[0].purge: only allowed when ensure is directory",
+        ),
+    ],
+)
 def test_bad_file_names_the_field(file, expected):
-    assert any(e.startswith(expected) for e in errors_of({"files": [file]})), errors_of({"files": [file]})
+    assert any(e.startswith(expected) for e in errors_of({"files": [file]})), errors_of(
+        {"files": [file]}
+    )
 
 
 def test_every_problem_is_reported_at_once():
-    errors = errors_of({
-        "packages": [{"name": "vim", "ensure": "removed"}],
-        "files": [{"path": "/ok"}, {"path": "rel", "mode": "8"}],
-        "services": [{"ensure": "running"}],
-        "executions": [{"args": ["x"]}],
-    })
+    errors = errors_of(
+        {
+            "packages": [{"name": "vim", "ensure": "removed"}],
+            "files": [{"path": "/ok"}, {"path": "rel", "mode": "8"}],
+            "services": [{"ensure": "running"}],
+            "executions": [{"args": ["x"]}],
+        }
+    )
     fields = [e.split(":")[0] for e in errors]
-    assert fields == ["spec.packages[0].ensure", "spec.files[1].path", "spec.files[1].mode",
-                      "spec.services[0].name", "spec.executions[0].command"]
+    assert fields == [
+        "spec.packages[0].ensure",
+        "spec.files[1].path",
+        "spec.files[1].mode",
+        "spec.services[0].name",
+        "spec.executions[0].command",
+    ]
 
 
 def test_option_like_package_name_is_refused():
-    assert errors_of({"packages": [{"name": "--overwrite=*"}]})[0].startswith("spec.packages[0].name:")
+    assert errors_of({"packages": [{"name": "--overwrite=*"}]})[0].startswith(
+        "spec.packages[0].name:"
+    )
 
 
 def test_mode_is_normalised_to_four_digits():
-    cs = ConfigSet.from_dict({"metadata": {"name": "m"}, "spec": {"files": [{"path": "/x", "mode": "644"}]}})
+    cs = ConfigSet.from_dict(
+        {"metadata": {"name": "m"}, "spec": {"files": [{"path": "/x", "mode": "644"}]}}
+    )
     assert cs.files[0].mode == "0644"
 
 
 def test_selector_and_weight():
-    cs = ConfigSet.from_dict({"metadata": {"name": "s"}, "spec": {"weight": 5, "selector": {
-        "matchLabels": {"a": "1"}, "matchExpressions": [{"key": "b", "operator": "In", "values": ["x"]}]}}})
+    cs = ConfigSet.from_dict(
+        {
+            "metadata": {"name": "s"},
+            "spec": {
+                "weight": 5,
+                "selector": {
+                    "matchLabels": {"a": "1"},
+                    "matchExpressions": [{"key": "b", "operator": "In", "values": ["x"]}],
+                },
+            },
+        }
+    )
     assert cs.weight == 5
     assert cs.selector.match_labels == (("a", "1"),)
     assert cs.selector.match_expressions[0].values == ("x",)
 
 
 def test_bad_selector_operator_and_values():
-    errors = errors_of({"selector": {"matchExpressions": [
-        {"key": "a", "operator": "Has"}, {"key": "b", "operator": "In"}, {"key": "c", "operator": "Exists", "values": ["x"]}]}})
+    errors = errors_of(
+        {
+            "selector": {
+                "matchExpressions": [
+                    {"key": "a", "operator": "Has"},
+                    {"key": "b", "operator": "In"},
+                    {"key": "c", "operator": "Exists", "values": ["x"]},
+                ]
+            }
+        }
+    )
     assert [e.split(":")[0] for e in errors] == [
-        "spec.selector.matchExpressions[0].operator", "spec.selector.matchExpressions[1].values",
-        "spec.selector.matchExpressions[2].values"]
+        "spec.selector.matchExpressions[0].operator",
+        "spec.selector.matchExpressions[1].values",
+        "spec.selector.matchExpressions[2].values",
+    ]
 
 
 def test_missing_name_and_wrong_kind():

@@ -8,15 +8,26 @@ def cs(name, **spec):
 
 def test_identical_declarations_merge_silently():
     a = cs("a", packages=[{"name": "vim"}], files=[{"path": "/x", "content": "1", "mode": "644"}])
-    b = cs("b", packages=[{"name": "vim", "ensure": "installed"}], files=[{"path": "/x", "content": "1", "mode": "0644"}])
+    b = cs(
+        "b",
+        packages=[{"name": "vim", "ensure": "installed"}],
+        files=[{"path": "/x", "content": "1", "mode": "0644"}],
+    )
     d = merge([a, b])
     assert not d.conflicts
-    assert [(r.id, r.configsets) for r in d.resources] == [("package:vim", ("a", "b")), ("file:/x", ("a", "b"))]
+    assert [(r.id, r.configsets) for r in d.resources] == [
+        ("package:vim", ("a", "b")),
+        ("file:/x", ("a", "b")),
+    ]
 
 
 def test_conflict_removes_only_that_resource_and_names_both():
     a = cs("a", files=[{"path": "/x", "content": "1"}, {"path": "/only-a", "content": "a"}])
-    b = cs("b", files=[{"path": "/x", "content": "2"}], services=[{"name": "sshd", "ensure": "running"}])
+    b = cs(
+        "b",
+        files=[{"path": "/x", "content": "2"}],
+        services=[{"name": "sshd", "ensure": "running"}],
+    )
     d = merge([a, b])
     assert [r.id for r in d.resources] == ["file:/only-a", "service:sshd"]
     assert d.conflicts_of("a") == ["file:/x"] and d.conflicts_of("b") == ["file:/x"]
@@ -26,7 +37,11 @@ def test_resources_follow_configset_order_and_kind_order():
     first = cs("first", executions=[{"command": "/bin/true"}], packages=[{"name": "p1"}])
     second = cs("second", files=[{"path": "/f"}], packages=[{"name": "p2"}])
     assert [r.id for r in merge([first, second]).resources] == [
-        "package:p1", "execution:/bin/true", "package:p2", "file:/f"]
+        "package:p1",
+        "execution:/bin/true",
+        "package:p2",
+        "file:/f",
+    ]
 
 
 def test_executions_are_identified_by_argv():

@@ -49,6 +49,13 @@ def test_match_expressions():
 
 
 def test_order_is_weight_then_name():
-    chosen = select([cs("b", selector={}), cs("a", selector={}), cs("z", selector={}, weight=10),
-                     cs("skip", {"role": "db"})], NODE)
+    chosen = select(
+        [
+            cs("b", selector={}),
+            cs("a", selector={}),
+            cs("z", selector={}, weight=10),
+            cs("skip", {"role": "db"}),
+        ],
+        NODE,
+    )
     assert [c.name for c in chosen] == ["z", "a", "b"]

@@ -12,23 +12,49 @@ def b64(text: str | bytes) -> str:
 
 
 ME = Node("web1", {"role": "web"}, {"interfaces": {"eth0": {"ipv4": ["10.0.0.1"], "ipv6": []}}})
-PEERS = (Node("db1", {}, {"interfaces": {"eth0": {"ipv4": ["10.0.0.9"], "ipv6": []}},
-                          "wireGuard": [{"name": "wg0", "publicKey": "PUBDB", "listenPort": 51820}]}), ME)
-DATA = TemplateData(ME, PEERS, secrets={"db": {"password": b64("s3cret"), "blob": b64(b"\xff\x00")}},
-                    configmaps={"base": {"port": "80", "host": "a"}, "override": {"port": "8080"}})
+PEERS = (
+    Node(
+        "db1",
+        {},
+        {
+            "interfaces": {"eth0": {"ipv4": ["10.0.0.9"], "ipv6": []}},
+            "wireGuard": [{"name": "wg0", "publicKey": "PUBDB", "listenPort": 51820}],
+        },
+    ),
+    ME,
+)
+DATA = TemplateData(
+    ME,
+    PEERS,
+    secrets={"db": {"password": b64("s3cret"), "blob": b64(b"\xff\x00")}},
+    configmaps={"base": {"port": "80", "host": "a"}, "override": {"port": "8080"}},
+)
 
 
 def render(*files):
-    desired = merge([ConfigSet.from_dict({"metadata": {"name": "t"}, "spec": {"files": list(files)}})])
+    desired = merge(
+        [ConfigSet.from_dict({"metadata": {"name": "t"}, "spec": {"files": list(files)}})]
+    )
     return render_templates(desired, DATA)
 
 
 def test_node_data_configmaps_and_secrets():
     _, contents, failures = render(
-        {"path": "/a", "template": "{{ node.name }} {{ node.labels.role }} {{ node.status.interfaces.eth0.ipv4[0] }}\n"},
-        {"path": "/b", "template": "{{ node.configmaps.host }}:{{ node.configmaps.port }}",
-         "configMapRefs": [{"name": "base"}, {"name": "override"}]},
-        {"path": "/c", "template": "pw={{ node.secrets.password }}", "secretRefs": [{"name": "db", "key": "password"}]})
+        {
+            "path": "/a",
+            "template": "{{ node.name }} {{ node.labels.role }} {{ node.status.interfaces.eth0.ipv4[0] }}\n",
+        },
+        {
+            "path": "/b",
+            "template": "{{ node.configmaps.host }}:{{ node.configmaps.port }}",
+            "configMapRefs": [{"name": "base"}, {"name": "override"}],
+        },
+        {
+            "path": "/c",
+            "template": "pw={{ node.secrets.password }}",
+            "secretRefs": [{"name": "db", "key": "password"}],
+        },
+    )
     assert failures == {}
     assert contents["/a"].text == "web1 web 10.0.0.1\n" and not contents["/a"].secret
     assert contents["/b"].text == "a:8080"  # later refs win
@@ -36,31 +62,60 @@ def test_node_data_configmaps_and_secrets():
 
 
 def test_binary_secret_values_only_through_an_explicit_filter():
-    _, contents, failures = render({"path": "/k", "template": "{{ node.secrets.blob | b64encode }} {{ node.secrets.blob | hex }}",
-                                    "secretRefs": [{"name": "db"}]})
+    _, contents, failures = render(
+        {
+            "path": "/k",
+            "template": "{{ node.secrets.blob | b64encode }} {{ node.secrets.blob | hex }}",
+            "secretRefs": [{"name": "db"}],
+        }
+    )
     assert failures == {}
     assert contents["/k"].text == "/wA= ff00" and contents["/k"].secret
 
 
 def test_nodes_are_sorted_by_name():
-    _, contents, _ = render({"path": "/etc/hosts", "template":
-                             "{% for n in nodes %}{{ n.status.interfaces.eth0.ipv4[0] }} {{ n.name }}\n{% endfor %}"})
+    _, contents, _ = render(
+        {
+            "path": "/etc/hosts",
+            "template": "{% for n in nodes %}{{ n.status.interfaces.eth0.ipv4[0] }} {{ n.name }}\n{% endfor %}",
+        }
+    )
     assert contents["/etc/hosts"].text == "10.0.0.9 db1\n10.0.0.1 web1\n"
 
 
-@pytest.mark.parametrize("file, words", [
-    ({"path": "/x", "template": "{{ node.nope }}"}, "spec.files[0].template: undefined in template"),
-    ({"path": "/x", "template": "{% for %}"}, "spec.files[0].template: template syntax error line 1"),
-    ({"path": "/x", "template": "{{ node.secrets.k }}", "secretRefs": [{"name": "missing"}]}, "Secret 'missing' not found"),
-    ({"path": "/x", "template": "{{ 1 }}", "secretRefs": [{"name": "db", "key": "nokey"}]}, "Secret 'db' has no key 'nokey'"),
-    ({"path": "/x", "template": "{{ node.secrets.blob }}", "secretRefs": [{"name": "db", "key": "blob"}]},
-     "binary Secret value: write it through a filter"),
-    ({"path": "/x", "template": "{{ ''.__class__.__mro__ }}"}, "spec.files[0].template:"),
-])
+@pytest.mark.parametrize(
+    "file, words",
+    [
+        (
+            {"path": "/x", "template": "{{ node.nope }}"},
+            "spec.files[0].template: undefined in template",
+        ),
+        (
+            {"path": "/x", "template": "{% for %}"},
+            "spec.files[0].template: template syntax error line 1",
+        ),
+        (
+            {"path": "/x", "template": "{{ node.secrets.k }}", "secretRefs": [{"name": "missing"}]},
+            "Secret 'missing' not found",
+        ),
+        (
+            {"path": "/x", "template": "{{ 1 }}", "secretRefs": [{"name": "db", "key": "nokey"}]},
+            "Secret 'db' has no key 'nokey'",
+        ),
+        (
+            {
+                "path": "/x",
+                "template": "{{ node.secrets.blob }}",
+                "secretRefs": [{"name": "db", "key": "blob"}],
+            },
+            "binary Secret value: write it through a filter",
+        ),
+        ({"path": "/x", "template": "{{ ''.__class__.__mro__ }}"}, "spec.files[0].template:"),
+    ],
+)
 def test_failures_name_the_field_and_leave_the_file_out(file, words):
     desired, contents, failures = render(file, {"path": "/fine", "content": "ok"})
     assert words in failures["file:/x"], failures
     assert failures["file:/x"].startswith("TemplateError: ")
     assert [r.id for r in desired.resources] == ["file:/fine"]
     assert "/x" not in contents
-

@@ -46,7 +46,11 @@ def module_spec(fqcn: str) -> dict:
     spec.loader.exec_module(module)
     # ModuleHelper-based modules (sysrc) declare their spec as a class attribute.
     for value in vars(module).values():
-        if isinstance(value, type) and isinstance(getattr(value, "module", None), dict) and "argument_spec" in value.module:
+        if (
+            isinstance(value, type)
+            and isinstance(getattr(value, "module", None), dict)
+            and "argument_spec" in value.module
+        ):
             return value.module
     module.AnsibleModule = _Recorder
     try:

@@ -12,16 +12,31 @@ from nodemanager.desired.merge import merge
 from nodemanager.playbook.build import build, module_of
 from tests.unit.playbook.argspec import validate
 
-
 SPEC = {
-    "packages": [{"name": "vim"}, {"name": "curl", "ensure": "latest"}, {"name": "nano", "ensure": "absent"},
-                 {"name": "tmux", "version": "3.4"}],
-    "files": [{"path": "/etc/d", "ensure": "directory", "mode": "0755", "purge": True},
-              {"path": "/etc/d/a", "content": "a", "owner": "root", "group": "wheel", "mode": "0644", "createOnly": True},
-              {"path": "/etc/d/e"}, {"path": "/etc/d/l", "ensure": "symlink", "target": "/etc/d/a"},
-              {"path": "/etc/old", "ensure": "absent"}],
-    "services": [{"name": "sshd", "ensure": "running", "enable": True, "subscribe_files": ["/etc/d/a"]},
-                 {"name": "cron", "ensure": "stopped", "enable": False}],
+    "packages": [
+        {"name": "vim"},
+        {"name": "curl", "ensure": "latest"},
+        {"name": "nano", "ensure": "absent"},
+        {"name": "tmux", "version": "3.4"},
+    ],
+    "files": [
+        {"path": "/etc/d", "ensure": "directory", "mode": "0755", "purge": True},
+        {
+            "path": "/etc/d/a",
+            "content": "a",
+            "owner": "root",
+            "group": "wheel",
+            "mode": "0644",
+            "createOnly": True,
+        },
+        {"path": "/etc/d/e"},
+        {"path": "/etc/d/l", "ensure": "symlink", "target": "/etc/d/a"},
+        {"path": "/etc/old", "ensure": "absent"},
+    ],
+    "services": [
+        {"name": "sshd", "ensure": "running", "enable": True, "subscribe_files": ["/etc/d/a"]},
+        {"name": "cron", "ensure": "stopped", "enable": False},
+    ],
     "executions": [{"command": "/bin/echo", "args": ["hi"], "subscribe_files": ["/etc/d/a"]}],
 }
 
@@ -40,13 +55,28 @@ def test_argspec_every_rendered_task_is_valid_for_its_module(fam):
     seen = set()
     for name, module, params in module_calls(fam):
         seen.add(module)
-        assert validate(module, {k: str(v) if type(v).__name__ == "Unsafe" else v for k, v in params.items()}) == [], name
-    assert {"ansible.builtin.service", "ansible.builtin.copy", "ansible.builtin.file", "ansible.builtin.command"} <= seen
+        assert (
+            validate(
+                module,
+                {k: str(v) if type(v).__name__ == "Unsafe" else v for k, v in params.items()},
+            )
+            == []
+        ), name
+    assert {
+        "ansible.builtin.service",
+        "ansible.builtin.copy",
+        "ansible.builtin.file",
+        "ansible.builtin.command",
+    } <= seen
 
 
 @pytest.mark.argspec
 def test_argspec_freebsd_arguments_task_is_valid_for_sysrc():
-    spec = {"services": [{"name": "nginx", "ensure": "running", "arguments": "-c /usr/local/etc/nginx.conf"}]}
+    spec = {
+        "services": [
+            {"name": "nginx", "ensure": "running", "arguments": "-c /usr/local/etc/nginx.conf"}
+        ]
+    }
     calls = list(module_calls("freebsd", spec))
     assert calls[0][1] == "community.general.sysrc"
     for name, module, params in calls:

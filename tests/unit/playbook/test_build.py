@@ -8,8 +8,8 @@ from nodemanager.desired.merge import merge
 from nodemanager.desired.templates import Rendered
 from nodemanager.playbook.build import REDACTED, build
 from nodemanager.playbook.dump import to_yaml
-from nodemanager.playbook.platforms import family
 from nodemanager.playbook.errors import UnsupportedPlatform
+from nodemanager.playbook.platforms import family
 
 
 def plan_for(spec, fam="arch", **kw):
@@ -25,10 +25,18 @@ def handlers(plan):
     return plan.playbook[0].get("handlers", [])
 
 
-@pytest.mark.parametrize("os_id, id_like, expected", [
-    ("arch", (), "arch"), ("alpine", (), "alpine"), ("freebsd", (), "freebsd"), ("ubuntu", ("debian",), "debian"),
-    ("pop", ("ubuntu", "debian"), "debian"), ("rocky", ("rhel", "centos", "fedora"), "fedora"), ("fedora", (), "fedora"),
-])
+@pytest.mark.parametrize(
+    "os_id, id_like, expected",
+    [
+        ("arch", (), "arch"),
+        ("alpine", (), "alpine"),
+        ("freebsd", (), "freebsd"),
+        ("ubuntu", ("debian",), "debian"),
+        ("pop", ("ubuntu", "debian"), "debian"),
+        ("rocky", ("rhel", "centos", "fedora"), "fedora"),
+        ("fedora", (), "fedora"),
+    ],
+)
 def test_family(os_id, id_like, expected):
     assert family(os_id, id_like) == expected
 
@@ -38,40 +46,87 @@ def test_unknown_os_is_a_clear_error():
         family("plan9")
 
 
-@pytest.mark.parametrize("fam, module, name", [
-    ("arch", "community.general.pacman", "vim=9.1"), ("alpine", "community.general.apk", "vim=9.1"),
-    ("freebsd", "community.general.pkgng", "vim-9.1"), ("debian", "ansible.builtin.apt", "vim=9.1"),
-    ("fedora", "ansible.builtin.dnf", "vim-9.1"),
-])
+@pytest.mark.parametrize(
+    "fam, module, name",
+    [
+        ("arch", "community.general.pacman", "vim=9.1"),
+        ("alpine", "community.general.apk", "vim=9.1"),
+        ("freebsd", "community.general.pkgng", "vim-9.1"),
+        ("debian", "ansible.builtin.apt", "vim=9.1"),
+        ("fedora", "ansible.builtin.dnf", "vim-9.1"),
+    ],
+)
 def test_package_module_per_platform(fam, module, name):
-    plan = plan_for({"packages": [{"name": "vim", "version": "9.1"}, {"name": "nano", "ensure": "absent"}]}, fam)
+    plan = plan_for(
+        {"packages": [{"name": "vim", "version": "9.1"}, {"name": "nano", "ensure": "absent"}]}, fam
+    )
     assert tasks(plan)[0][module] == {"name": name, "state": "present"}
     assert tasks(plan)[1][module] == {"name": "nano", "state": "absent"}
 
 
 def test_file_forms():
-    plan = plan_for({"files": [
-        {"path": "/d", "ensure": "directory", "mode": "0750", "owner": "root", "purge": True},
-        {"path": "/d/f", "content": "x\n", "mode": "600", "createOnly": True},
-        {"path": "/d/empty"},
-        {"path": "/d/l", "ensure": "symlink", "target": "/d/f"},
-        {"path": "/gone", "ensure": "absent"},
-    ]})
+    plan = plan_for(
+        {
+            "files": [
+                {
+                    "path": "/d",
+                    "ensure": "directory",
+                    "mode": "0750",
+                    "owner": "root",
+                    "purge": True,
+                },
+                {"path": "/d/f", "content": "x\n", "mode": "600", "createOnly": True},
+                {"path": "/d/empty"},
+                {"path": "/d/l", "ensure": "symlink", "target": "/d/f"},
+                {"path": "/gone", "ensure": "absent"},
+            ]
+        }
+    )
     t = tasks(plan)
-    assert t[0]["ansible.builtin.file"] == {"path": "/d", "state": "directory", "owner": "root", "mode": "0750"}
+    assert t[0]["ansible.builtin.file"] == {
+        "path": "/d",
+        "state": "directory",
+        "owner": "root",
+        "mode": "0750",
+    }
     assert t[1]["nodemanager.core.purge"] == {"path": "/d", "keep": ["/d/empty", "/d/f", "/d/l"]}
-    assert t[2]["ansible.builtin.copy"] == {"dest": "/d/f", "content": "x\n", "mode": "0600", "force": False}
+    assert t[2]["ansible.builtin.copy"] == {
+        "dest": "/d/f",
+        "content": "x\n",
+        "mode": "0600",
+        "force": False,
+    }
     assert t[3]["ansible.builtin.file"]["state"] == "touch"
-    assert t[4]["ansible.builtin.file"] == {"path": "/d/l", "src": "/d/f", "state": "link", "force": True}
+    assert t[4]["ansible.builtin.file"] == {
+        "path": "/d/l",
+        "src": "/d/f",
+        "state": "link",
+        "force": True,
+    }
     assert t[5]["ansible.builtin.file"] == {"path": "/gone", "state": "absent"}
 
 
 def test_subscriptions_become_handlers_executions_first():
-    plan = plan_for({
-        "files": [{"path": "/etc/a.conf", "content": "a"}, {"path": "/etc/b.conf", "content": "b"}],
-        "services": [{"name": "svc", "ensure": "running", "enable": True, "subscribe_files": ["/etc/a.conf"]}],
-        "executions": [{"command": "/bin/reload", "subscribe_files": ["/etc/a.conf"]}, {"command": "/bin/always"}],
-    })
+    plan = plan_for(
+        {
+            "files": [
+                {"path": "/etc/a.conf", "content": "a"},
+                {"path": "/etc/b.conf", "content": "b"},
+            ],
+            "services": [
+                {
+                    "name": "svc",
+                    "ensure": "running",
+                    "enable": True,
+                    "subscribe_files": ["/etc/a.conf"],
+                }
+            ],
+            "executions": [
+                {"command": "/bin/reload", "subscribe_files": ["/etc/a.conf"]},
+                {"command": "/bin/always"},
+            ],
+        }
+    )
     t, h = tasks(plan), handlers(plan)
     assert t[0]["notify"] == ["nodemanager changed /etc/a.conf"]
     assert "notify" not in t[1]  # nothing subscribes to b.conf
@@ -83,32 +138,50 @@ def test_subscriptions_become_handlers_executions_first():
     start, enable = (x for x in t if "ansible.builtin.service" in x)
     assert start["ansible.builtin.service"] == {"name": "svc", "state": "started"}
     assert enable["ansible.builtin.service"] == {"name": "svc", "enabled": True}
-    assert h[1]["when"] == f"not ({start['register']} is defined and {start['register']} is changed)"
+    assert (
+        h[1]["when"] == f"not ({start['register']} is defined and {start['register']} is changed)"
+    )
 
 
 def test_stopped_service_is_not_restarted_by_subscriptions():
-    plan = plan_for({"files": [{"path": "/a", "content": "a"}],
-                     "services": [{"name": "svc", "ensure": "stopped", "subscribe_files": ["/a"]}]})
+    plan = plan_for(
+        {
+            "files": [{"path": "/a", "content": "a"}],
+            "services": [{"name": "svc", "ensure": "stopped", "subscribe_files": ["/a"]}],
+        }
+    )
     assert handlers(plan) == [] and "notify" not in tasks(plan)[0]
 
 
 def test_freebsd_arguments_use_sysrc_and_restart():
-    plan = plan_for({"services": [{"name": "nginx", "ensure": "running", "arguments": "-c /x"}]}, "freebsd")
+    plan = plan_for(
+        {"services": [{"name": "nginx", "ensure": "running", "arguments": "-c /x"}]}, "freebsd"
+    )
     t = tasks(plan)
     assert t[0]["community.general.sysrc"] == {"name": "nginx_args", "value": "-c /x"}
     assert t[0]["notify"] == handlers(plan)[0]["listen"]
 
 
 def test_arguments_outside_freebsd_are_an_error_of_that_resource_only():
-    plan = plan_for({"services": [{"name": "nginx", "ensure": "running", "arguments": "-x"}],
-                     "files": [{"path": "/a", "content": "a"}]}, "arch")
+    plan = plan_for(
+        {
+            "services": [{"name": "nginx", "ensure": "running", "arguments": "-x"}],
+            "files": [{"path": "/a", "content": "a"}],
+        },
+        "arch",
+    )
     assert "only supported on FreeBSD" in plan.errors["service:nginx"]
     assert [t["name"] for t in tasks(plan)] == ["cs | file /a"] and handlers(plan) == []
 
 
 def test_every_task_has_an_origin():
-    plan = plan_for({"packages": [{"name": "p"}], "files": [{"path": "/a", "content": "a"}],
-                     "services": [{"name": "s", "ensure": "running", "subscribe_files": ["/a"]}]})
+    plan = plan_for(
+        {
+            "packages": [{"name": "p"}],
+            "files": [{"path": "/a", "content": "a"}],
+            "services": [{"name": "s", "ensure": "running", "subscribe_files": ["/a"]}],
+        }
+    )
     names = [t["name"] for t in tasks(plan) + handlers(plan)]
     assert sorted(names) == sorted(plan.origins)
     assert plan.origins["cs | restart service s"].resource == "service:s"
@@ -116,7 +189,15 @@ def test_every_task_has_an_origin():
 
 
 def test_secret_fed_content_is_private_and_redacted_on_request():
-    spec = {"files": [{"path": "/etc/token", "template": "{{ node.secrets.token }}", "secretRefs": [{"name": "s"}]}]}
+    spec = {
+        "files": [
+            {
+                "path": "/etc/token",
+                "template": "{{ node.secrets.token }}",
+                "secretRefs": [{"name": "s"}],
+            }
+        ]
+    }
     contents = {"/etc/token": Rendered("CANARY-123", secret=True)}
     shown = tasks(plan_for(spec, contents=contents))[0]
     hidden = tasks(plan_for(spec, contents=contents, show_secrets=False))[0]
@@ -124,7 +205,9 @@ def test_secret_fed_content_is_private_and_redacted_on_request():
     assert shown["no_log"] is True and shown["diff"] is False
     assert shown["ansible.builtin.copy"]["mode"] == "0600"
     assert hidden["ansible.builtin.copy"]["content"] == REDACTED
-    assert "CANARY-123" not in to_yaml(plan_for(spec, contents=contents, show_secrets=False).playbook)
+    assert "CANARY-123" not in to_yaml(
+        plan_for(spec, contents=contents, show_secrets=False).playbook
+    )
 
 
 def test_content_that_looks_like_tasks_stays_content():

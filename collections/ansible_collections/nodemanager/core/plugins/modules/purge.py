@@ -52,7 +52,10 @@ def undeclared(path, keep):
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(path=dict(type="path", required=True), keep=dict(type="list", elements="path", default=[])),
+        argument_spec=dict(
+            path=dict(type="path", required=True),
+            keep=dict(type="list", elements="path", default=[]),
+        ),
         supports_check_mode=True,
     )
     path = os.path.normpath(module.params["path"])
@@ -65,7 +68,11 @@ def main():
                 shutil.rmtree(full)
             else:
                 os.unlink(full)
-    module.exit_json(changed=bool(doomed), removed=doomed, diff={"before": "\n".join(doomed) + ("\n" if doomed else ""), "after": ""})
+    module.exit_json(
+        changed=bool(doomed),
+        removed=doomed,
+        diff={"before": "\n".join(doomed) + ("\n" if doomed else ""), "after": ""},
+    )
 
 
 if __name__ == "__main__":
