@@ -49,7 +49,11 @@ test-integration: venv collections
 test-cluster: venv collections controlplane
 	$(PY) -m pytest tests/cluster
 
+# ruff (lint + format, lines <= 100), mypy --strict on nodemanager/, import-linter layers.
 lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
 # Build (or reuse from ~/.cache/nodemanager) kube-apiserver; etcd comes from Debian's etcd-server.

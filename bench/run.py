@@ -226,9 +226,8 @@ def bench_daemon() -> None:
                     current = custom.get_namespaced_custom_object(
                         "common.nodemanager", "v1", "bench", "configsets", "bench"
                     )
-                    eventually(
-                        lambda: status_has(current["metadata"]["resourceVersion"]), timeout=60
-                    )  # agent at rest
+                    rv = current["metadata"]["resourceVersion"]
+                    eventually(lambda rv=rv: status_has(rv), timeout=60)  # agent at rest
                     new = fifty(root, packages=False, version=version, changed_file=7)
                     new["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
                     started = time.perf_counter()
@@ -236,12 +235,15 @@ def bench_daemon() -> None:
                         "common.nodemanager", "v1", "bench", "configsets", "bench", new
                     )
                     eventually(
-                        lambda: f"= {version}" in target.read_text(), timeout=60, interval=0.005
+                        lambda v=version: f"= {v}" in target.read_text(),
+                        timeout=60,
+                        interval=0.005,
                     )
                     latencies.append(time.perf_counter() - started)
                     # Then the subscribed execution (through Ansible) and the status write.
+                    written_rv = written["metadata"]["resourceVersion"]
                     eventually(
-                        lambda: status_has(written["metadata"]["resourceVersion"]),
+                        lambda rv=written_rv: status_has(rv),
                         timeout=60,
                         interval=0.02,
                     )

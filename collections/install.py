@@ -19,7 +19,8 @@ import yaml
 
 HERE = Path(__file__).resolve().parent
 TARGET = HERE / "ansible_collections"
-# The community package whose wheel carries the collections (ansible 12 pairs with ansible-core 2.19).
+# The community package whose wheel carries the collections
+# (ansible 12 pairs with ansible-core 2.19).
 ANSIBLE_WHEEL_VERSION = os.environ.get("NODEMANAGER_ANSIBLE_WHEEL", "12.3.0")
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "nodemanager" / "wheels"
 

@@ -54,7 +54,11 @@ def _unpack():
     shim = staging / "payload" / "bin" / "ansible-playbook"
     shim.parent.mkdir()
     shim.write_text(
-        "#!" + sys.executable + "\nimport sys\nsys.path.insert(0, " + repr(str(target / "site")) + ")\n"
+        "#!"
+        + sys.executable
+        + "\nimport sys\nsys.path.insert(0, "
+        + repr(str(target / "site"))
+        + ")\n"
         "from ansible.cli.playbook import main\nsys.exit(main())\n")
     shim.chmod(0o755)
     (staging / "payload" / ".complete").touch()

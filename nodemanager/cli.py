@@ -59,7 +59,8 @@ _labels_option = click.option("--node-labels", help="Extra node labels, k=v,k2=v
 _os_option = click.option(
     "--os",
     "os_id",
-    help="Render for this os-release ID instead of this host's (arch, alpine, freebsd, debian, fedora...).",
+    help="Render for this os-release ID instead of this host's "
+    "(arch, alpine, freebsd, debian, fedora...).",
 )
 _hostname_option = click.option("--hostname", help="Node name (default: this host's name).")
 
@@ -105,7 +106,8 @@ def _run_options(f):
             default=False,
             type=bool,
             show_default=True,
-            help="Accepted for compatibility: each agent manages only its own host, so there is no leader to elect.",
+            help="Accepted for compatibility: each agent manages only its own host, "
+            "so there is no leader to elect.",
         ),
         click.option(
             "--metrics-bind-address",
@@ -259,7 +261,8 @@ def _progress(result: TaskResult) -> None:
     "--fast-path/--no-fast-path",
     default=True,
     show_default=True,
-    help="Skip tasks a plain-Python check proves converged; --no-fast-path sends every task to Ansible.",
+    help="Skip tasks a plain-Python check proves converged; "
+    "--no-fast-path sends every task to Ansible.",
 )
 def apply(files, node_labels, os_id, hostname, check, diff, fast_path) -> None:
     """Apply ConfigSet files to this host now (local mode, no cluster)."""
@@ -392,7 +395,8 @@ def bootstrap(bootstrap_kubeconfig, kubeconfig, namespace, hostname, token_ttl) 
     )
     write_kubeconfig(kubeconfig, text)
     click.echo(
-        f"wrote {kubeconfig} (valid {granted / 86400:.1f} days); the bootstrap kubeconfig can be deleted",
+        f"wrote {kubeconfig} (valid {granted / 86400:.1f} days); "
+        "the bootstrap kubeconfig can be deleted",
         err=True,
     )
 

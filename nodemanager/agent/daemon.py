@@ -228,7 +228,9 @@ class Daemon:
         return True, result.requeue_after
 
     def _notify(self, configsets, uid: str | None) -> None:
-        """Annotate each ConfigSet's spec.notifies[] targets; a failure is a Warning Event naming the field."""
+        """Annotate each ConfigSet's spec.notifies[] targets.
+
+        A failure is a Warning Event naming the field."""
         for cs in configsets:
             stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             annotations = {
@@ -317,6 +319,6 @@ class Daemon:
         log.info("stopped")
 
     def shutdown(self) -> None:
-        """SIGTERM: finish the reconcile in progress (never leave a file half-written), then exit."""
+        """SIGTERM: finish the reconcile in progress (never leave a file half-written), exit."""
         self.stop.set()
         self.dirty.mark("stop")

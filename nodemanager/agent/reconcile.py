@@ -42,7 +42,7 @@ class Result:
 
 
 def _invalid_matching(raw: Mapping[str, Any], labels: Mapping[str, str]) -> str | None:
-    """The error of an invalid ConfigSet that targets this node, so it shows in this node's status."""
+    """The error of an invalid ConfigSet that targets this node, shown in this node's status."""
     try:
         ConfigSet.from_dict(raw)
         return None

@@ -1,4 +1,6 @@
-"""Durations as Kubernetes writes them (Go's time.ParseDuration): "30m", "1h30m", "1.5h", "250ms"."""
+"""Durations as Kubernetes writes them (Go's time.ParseDuration).
+
+Examples: "30m", "1h30m", "1.5h", "250ms"."""
 
 from __future__ import annotations
 

@@ -60,7 +60,7 @@ class Reader:
         strip: bool = True,
         numbers: bool = True,
     ) -> str | None:
-        """A string field; ``numbers`` accepts YAML's unquoted numbers (``version: 1.2``) as text."""
+        """A string field; ``numbers`` accepts YAML's unquoted numbers (``version: 1.2``)."""
         value = self._raw.get(name, _MISSING)
         if value is _MISSING or value is None:
             if required:

@@ -1,1 +1,1 @@
-"""Getting a host connected: RBAC manifests, short-lived tokens, the node's long-lived kubeconfig."""
+"""Getting a host connected: RBAC manifests, short-lived tokens, the node's kubeconfig."""

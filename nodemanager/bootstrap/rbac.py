@@ -79,7 +79,10 @@ def admission_policy() -> list[dict[str, Any]]:
     managed = "[" + ", ".join(f"'{k}'" for k in MANAGED_KEYS) + "]"
     own = f"(k in {managed} || k.startsWith('{SELF_LABEL_PREFIX}'))"
     labels = "(has(object.metadata.labels) ? object.metadata.labels : {})"
-    old_labels = "(request.operation == 'UPDATE' && has(oldObject.metadata.labels) ? oldObject.metadata.labels : {})"
+    old_labels = (
+        "(request.operation == 'UPDATE' && has(oldObject.metadata.labels)"
+        " ? oldObject.metadata.labels : {})"
+    )
     return [
         {
             "apiVersion": "admissionregistration.k8s.io/v1",
@@ -100,27 +103,34 @@ def admission_policy() -> list[dict[str, Any]]:
                 "matchConditions": [
                     {
                         "name": "is-a-node-account",
-                        "expression": "request.userInfo.username.startsWith('system:serviceaccount:' + request.namespace + ':nodemanager-')",
+                        "expression": "request.userInfo.username.startsWith("
+                        "'system:serviceaccount:' + request.namespace + ':nodemanager-')",
                     }
                 ],
                 "validations": [
                     {
-                        "expression": "request.userInfo.username == 'system:serviceaccount:' + request.namespace + ':nodemanager-' + object.metadata.name",
+                        "expression": "request.userInfo.username == 'system:serviceaccount:'"
+                        " + request.namespace + ':nodemanager-' + object.metadata.name",
                         "message": "a node may only write the ManagedNode named after it",
                         "reason": "Forbidden",
                     },
                     {
-                        "expression": "request.operation != 'UPDATE' || (has(object.spec) ? object.spec : {}) == (has(oldObject.spec) ? oldObject.spec : {})",
+                        "expression": "request.operation != 'UPDATE'"
+                        " || (has(object.spec) ? object.spec : {})"
+                        " == (has(oldObject.spec) ? oldObject.spec : {})",
                         "message": "spec is set by administrators, not by nodes",
                         "reason": "Forbidden",
                     },
                     {
-                        "expression": f"{labels}.all(k, {own} || (k in {old_labels} && {old_labels}[k] == {labels}[k]))",
-                        "message": f"a node may only set its managed labels and labels under {SELF_LABEL_PREFIX}",
+                        "expression": f"{labels}.all(k, {own}"
+                        f" || (k in {old_labels} && {old_labels}[k] == {labels}[k]))",
+                        "message": "a node may only set its managed labels and labels under "
+                        + SELF_LABEL_PREFIX,
                         "reason": "Forbidden",
                     },
                     {
-                        "expression": f"{old_labels}.all(k, {own} || (k in {labels} && {labels}[k] == {old_labels}[k]))",
+                        "expression": f"{old_labels}.all(k, {own}"
+                        f" || (k in {labels} && {labels}[k] == {old_labels}[k]))",
                         "message": "a node may not remove or change labels set by administrators",
                         "reason": "Forbidden",
                     },

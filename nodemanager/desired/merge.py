@@ -13,11 +13,10 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Union
 
 from nodemanager.api import ConfigSet, Execution, File, Package, Service
 
-Spec = Union[Package, File, Service, Execution]
+Spec = Package | File | Service | Execution
 
 
 @dataclass(frozen=True)

@@ -156,7 +156,8 @@ def execute(
                 envvars=config.envvars(private),
                 cmdline=cmdline or None,
                 event_handler=handle,
-                # An explicit callback keeps ansible-runner from replacing the agent's SIGTERM handler;
+                # An explicit callback keeps ansible-runner from replacing the agent's
+                # SIGTERM handler;
                 # a run in progress always finishes, so no resource is left half-applied.
                 cancel_callback=lambda: False,
                 quiet=True,

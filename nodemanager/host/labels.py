@@ -36,7 +36,8 @@ def check_key(key: str) -> None:
 def check_value(key: str, value: str) -> None:
     if value and (len(value) > 63 or not _NAME.match(value)):
         raise ValueError(
-            f"label {key!r}: value {value!r} must be 63 characters or less, alphanumerics with -_. inside"
+            f"label {key!r}: value {value!r} must be 63 characters or less, "
+            "alphanumerics with -_. inside"
         )
 
 

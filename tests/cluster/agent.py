@@ -94,8 +94,8 @@ class Agent:
             self.proc.send_signal(signal.SIGTERM)
             try:
                 return self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
+            except subprocess.TimeoutExpired as err:
                 self.proc.kill()
                 self.proc.wait()
-                raise AssertionError("agent did not stop within 60 s of SIGTERM")
+                raise AssertionError("agent did not stop within 60 s of SIGTERM") from err
         return self.proc.returncode if self.proc else 0

@@ -199,7 +199,8 @@ def test_template_reads_other_nodes_status(kubeconfig, api_client, namespace, ho
     peer_ip("10.9.9.9")
     hosts = tmp_path / "hosts"
     template = (
-        "{% for n in nodes %}{% for i in (n.status.interfaces or {}).values() %}{% for a in i.ipv4 %}"
+        "{% for n in nodes %}{% for i in (n.status.interfaces or {}).values() %}"
+        "{% for a in i.ipv4 %}"
         "{{ a }} {{ n.name }}\n{% endfor %}{% endfor %}{% endfor %}"
     )
     put_configset(

@@ -41,7 +41,7 @@ def _go(*args: str, cwd: Path, env: dict) -> str:
 
 
 def wrapper_gomod(version: str, upstream_gomod: str) -> str:
-    """go.mod text of the wrapper: require kubernetes, replace every v0.0.0 k8s.io/* staging module."""
+    """go.mod text of the wrapper: require kubernetes, replace each v0.0.0 k8s.io/* module."""
     staging = sorted(set(re.findall(r"^\s*(k8s\.io/[\w./-]+) v0\.0\.0\s*$", upstream_gomod, re.M)))
     lines = [
         "module nodemanager.local/apiserver-build",
@@ -71,7 +71,9 @@ def build(version: str = KUBERNETES_VERSION) -> Path:
         )
         (work / "go.mod").write_text(wrapper_gomod(version, Path(info["GoMod"]).read_text()))
         (work / "main.go").write_text(
-            'package main\n\nimport _ "k8s.io/kubernetes/cmd/kube-apiserver/app"\n\nfunc main() {}\n'
+            "package main\n\n"
+            'import _ "k8s.io/kubernetes/cmd/kube-apiserver/app"\n\n'
+            "func main() {}\n"
         )
         _go("mod", "tidy", cwd=work, env=env)
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -191,7 +191,7 @@ class ControlPlane:
                 f"--service-account-key-file={p / 'sa.pub'}",
                 f"--service-account-signing-key-file={p / 'sa.key'}",
                 "--service-cluster-ip-range=10.0.0.0/24",
-                # No controller-manager runs: tokens for service accounts come from TokenRequest only.
+                # No controller-manager runs: service account tokens come from TokenRequest only.
                 "--disable-admission-plugins=ServiceAccount",
                 "--enable-priority-and-fairness=false",
                 "--profiling=false",

@@ -20,7 +20,7 @@ PACKAGE = "nmtest-hello"
 
 
 def build_package(workdir: Path, repo: Path, name: str, version: str) -> Path:
-    """Build ``name-version-any.pkg.tar.gz`` installing /opt/nmtest/<name>/VERSION, add it to the repo."""
+    """Build ``name-version-any.pkg.tar.gz`` installing /opt/nmtest/<name>/VERSION; add it."""
     root = workdir / f"build-{name}-{version}"
     payload = root / "opt" / "nmtest" / name
     payload.mkdir(parents=True)
@@ -38,7 +38,8 @@ def build_package(workdir: Path, repo: Path, name: str, version: str) -> Path:
                 "size = 4",
                 "arch = any",
                 "license = Apache",
-                # The pacman module lists groups first (`pacman -Sgg`), which fails when no repo has any.
+                # The pacman module lists groups first (`pacman -Sgg`),
+                # which fails when no repo has any.
                 "group = nmtest",
             ]
         )
@@ -84,7 +85,10 @@ class PacmanEnv:
             )
         )
         # pacman -Sy: the sync database is refreshed as on a host that ran `pacman -Sy` lately.
-        script = f'mkdir -p /var/cache/pacman/pkg /opt/nmtest && {mounts} && pacman -Sy --noconfirm >/dev/null && exec "$@"'
+        script = (
+            f"mkdir -p /var/cache/pacman/pkg /opt/nmtest && {mounts}"
+            ' && pacman -Sy --noconfirm >/dev/null && exec "$@"'
+        )
         return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"]
 
     def run(self, *argv: str) -> subprocess.CompletedProcess:

@@ -149,7 +149,10 @@ def test_invalid_configset_names_the_field_and_never_becomes_a_task(tmp_path):
 
 
 def test_content_that_looks_like_tasks_is_written_verbatim(tmp_path):
-    evil = f"- hosts: all\n  tasks:\n    - shell: touch {tmp_path}/pwned\n{{{{ lookup('pipe', 'touch {tmp_path}/pwned2') }}}}\n"
+    evil = (
+        f"- hosts: all\n  tasks:\n    - shell: touch {tmp_path}/pwned\n"
+        f"{{{{ lookup('pipe', 'touch {tmp_path}/pwned2') }}}}\n"
+    )
     cfg = write_configsets(
         tmp_path / "cs.yaml",
         {

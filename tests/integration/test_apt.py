@@ -28,7 +28,8 @@ def build_deb(repo: Path, version: str) -> None:
     (root / "etc" / "nmtest-hello.conf").write_text("greeting = hello\n")
     (root / "DEBIAN" / "conffiles").write_text("/etc/nmtest-hello.conf\n")
     (root / "DEBIAN" / "control").write_text(
-        f"Package: {PACKAGE}\nVersion: {version}\nArchitecture: all\nMaintainer: nodemanager tests <t@example.invalid>\n"
+        f"Package: {PACKAGE}\nVersion: {version}\nArchitecture: all\n"
+        "Maintainer: nodemanager tests <t@example.invalid>\n"
         "Description: nodemanager test package\n"
     )
     deb = repo / f"{PACKAGE}_{version}_all.deb"

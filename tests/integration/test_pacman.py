@@ -4,7 +4,7 @@ through `nodemanager apply --os arch` (community.general.pacman), isolated in a 
 import pytest
 
 from tests.integration.helpers import nm, write_configsets
-from tests.integration.pacman_repo import PACKAGE, pacman_env, pacman_repo  # noqa: F401  (fixtures)
+from tests.integration.pacman_repo import PACKAGE
 
 pytestmark = pytest.mark.ansible
 

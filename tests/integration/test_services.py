@@ -101,7 +101,8 @@ def configset(
                         "subscribe_files": [CONF],
                     },
                 ],
-                "executions": [  # on systemd this would be daemon-reload; here it records that it ran
+                # on systemd this would be daemon-reload; here it records that it ran
+                "executions": [
                     {
                         "command": "/bin/sh",
                         "args": ["-c", f"echo reload >> {RELOADS}"],

@@ -42,7 +42,8 @@ def test_node_data_configmaps_and_secrets():
     _, contents, failures = render(
         {
             "path": "/a",
-            "template": "{{ node.name }} {{ node.labels.role }} {{ node.status.interfaces.eth0.ipv4[0] }}\n",
+            "template": "{{ node.name }} {{ node.labels.role }} "
+            "{{ node.status.interfaces.eth0.ipv4[0] }}\n",
         },
         {
             "path": "/b",
@@ -77,7 +78,8 @@ def test_nodes_are_sorted_by_name():
     _, contents, _ = render(
         {
             "path": "/etc/hosts",
-            "template": "{% for n in nodes %}{{ n.status.interfaces.eth0.ipv4[0] }} {{ n.name }}\n{% endfor %}",
+            "template": "{% for n in nodes %}{{ n.status.interfaces.eth0.ipv4[0] }} "
+            "{{ n.name }}\n{% endfor %}",
         }
     )
     assert contents["/etc/hosts"].text == "10.0.0.9 db1\n10.0.0.1 web1\n"

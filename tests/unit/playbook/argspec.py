@@ -12,6 +12,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import pytest
 from ansible.module_utils.basic import FILE_COMMON_ARGUMENTS
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
@@ -31,7 +32,7 @@ class _Recorder:
 
 
 def module_spec(fqcn: str) -> dict:
-    """The keyword arguments the module passes to AnsibleModule (argument_spec, mutually_exclusive...)."""
+    """The keyword arguments the module passes to AnsibleModule (argument_spec, ...)."""
     namespace, collection, name = fqcn.split(".")
     if (namespace, collection) == ("ansible", "builtin"):
         import ansible.modules
@@ -39,6 +40,9 @@ def module_spec(fqcn: str) -> dict:
         path = Path(ansible.modules.__file__).parent / f"{name}.py"
     else:
         path = COLLECTIONS / namespace / collection / "plugins" / "modules" / f"{name}.py"
+        if not path.exists():
+            # A fresh clone has no collections: `make test-unit` still runs everything else.
+            pytest.skip(f"{fqcn} is not installed here: run `make collections` to check it")
     if str(COLLECTIONS.parent) not in sys.path:
         sys.path.insert(0, str(COLLECTIONS.parent))  # module_utils imports as ansible_collections.*
     spec = importlib.util.spec_from_file_location(f"_argspec_{namespace}_{collection}_{name}", path)

@@ -1,4 +1,4 @@
-"""The playbook as data: module per platform, handlers, origins, and no way for values to add tasks."""
+"""The playbook as data: module per platform, handlers, origins; values cannot add tasks."""
 
 import pytest
 import yaml

@@ -1,0 +1,3 @@
+"""Fixtures shared by the integration tests: a conftest makes them visible without an import."""
+
+from tests.integration.pacman_repo import pacman_env, pacman_repo  # noqa: F401  (fixtures)
