@@ -9,6 +9,7 @@ module pins each of them to the matching v0.x release instead. The binary lands 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -56,9 +57,20 @@ def wrapper_gomod(version: str, upstream_gomod: str) -> str:
 
 
 def build(version: str = KUBERNETES_VERSION) -> Path:
+    """The cached binary, built first if missing. Concurrent callers (several test sessions on
+    one machine) wait for one build instead of starting their own."""
     target = apiserver_path(version)
     if target.exists():
         return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / "build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if target.exists():
+            return target
+        return _build(version, target)
+
+
+def _build(version: str, target: Path) -> Path:
     if shutil.which("go") is None:
         raise RuntimeError("go is not installed: it is needed once to build kube-apiserver")
     started = time.monotonic()
