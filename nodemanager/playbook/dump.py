@@ -37,7 +37,7 @@ class _Dumper(yaml.SafeDumper):
 
 def implicit_tag(value: str) -> str:
     """The tag YAML 1.1 implicit typing (what ansible-core applies to ``!unsafe``) gives value."""
-    return str(_RESOLVER.resolve(yaml.ScalarNode, value, (True, False)))
+    return str(_RESOLVER.resolve(yaml.ScalarNode, value, (True, False)))  # type: ignore[no-untyped-call]
 
 
 def _block_safe(value: str) -> bool:
