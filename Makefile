@@ -29,7 +29,7 @@ demo: venv collections
 # package-manager tests, openssl for certificates, debootstrap and systemd-nspawn for the real
 # systemd and OpenRC service tests. Installed only when missing (needs root).
 DEBS := etcd-server pacman-package-manager libarchive-tools zstd openssh-client iproute2 openssl \
-        debootstrap systemd-container
+        debootstrap systemd-container wireguard-tools
 deps:
 	@missing=$$(for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \

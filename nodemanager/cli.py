@@ -136,6 +136,12 @@ def _run_options(f):
             help="Full re-check of the host (with 10% jitter).",
         ),
         click.option(
+            "--backup-max-age",
+            default="720h",
+            show_default=True,
+            help="File backups older than this are removed with each drift check; 0 keeps all.",
+        ),
+        click.option(
             "--log-format", type=click.Choice(["json", "text"]), default="json", show_default=True
         ),
     ]
@@ -167,6 +173,7 @@ def run(
     node_labels,
     state_dir,
     drift_check_interval,
+    backup_max_age,
     log_format,
 ) -> None:
     """Run the agent: keep this host in the state its ConfigSets declare."""
@@ -194,6 +201,7 @@ def run(
         node_labels=_labels(node_labels),
         state_dir=state_dir,
         drift_check_interval=_duration(drift_check_interval),
+        backup_max_age=_duration(backup_max_age) if backup_max_age != "0" else None,
         metrics_bind_address=metrics_bind_address,
         health_probe_bind_address=health_probe_bind_address,
         token_renewer=renewer,
@@ -203,6 +211,35 @@ def run(
     except (PlaybookError, ValueError, OSError) as e:
         raise click.ClickException(str(e)) from e
     daemon.run()
+
+
+@main.command()
+@click.argument("path")
+@click.option("--hash", "sha", help="sha256 (or a unique prefix) of the version to restore.")
+@click.option("--list", "list_", is_flag=True, help="List the saved versions instead.")
+@click.option("--state-dir", default="/var/lib/nodemanager", show_default=True)
+def restore(path, sha, list_, state_dir) -> None:
+    """Put back a version of PATH that the agent saved before replacing or removing it
+    (the newest by default). What PATH holds now is saved first."""
+    from nodemanager.host.backups import BackupError, BackupStore
+
+    store = BackupStore(state_dir)
+    path = os.path.abspath(path)
+    try:
+        if list_:
+            versions = store.versions(path)
+            if not versions:
+                raise BackupError(f"{path}: no backup")
+            for v in versions:
+                click.echo(
+                    f"{v.sha256}  {v.saved_at_text}  {v.mode:04o} {v.owner or v.uid}:"
+                    f"{v.group or v.gid}"
+                )
+            return
+        version = store.restore(path, sha)
+    except (BackupError, OSError, ValueError) as e:
+        raise click.ClickException(str(e)) from e
+    click.echo(f"restored {path}: {version.sha256[:12]}, saved {version.saved_at_text}", err=True)
 
 
 @main.command()

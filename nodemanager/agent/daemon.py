@@ -17,6 +17,7 @@ from typing import Any
 
 from nodemanager import __version__
 from nodemanager.agent.health import serve_health, serve_metrics
+from nodemanager.agent.hostfeatures import HostFeatures
 from nodemanager.agent.metrics import Metrics
 from nodemanager.agent.reconcile import Reconciler
 from nodemanager.agent.state import Snapshot, StateStore
@@ -44,6 +45,7 @@ class Options:
     node_labels: dict[str, str] = field(default_factory=dict)
     state_dir: str = "/var/lib/nodemanager"
     drift_check_interval: float = 1800.0
+    backup_max_age: float | None = 30 * 86400.0  # None: keep file backups forever
     metrics_bind_address: str = ":8080"
     health_probe_bind_address: str = ":8081"
     token_renewer: Any = (
@@ -98,6 +100,7 @@ class Daemon:
             metrics=self.metrics,
             agent_version=__version__,
             observe=observe,
+            host=HostFeatures(opts.state_dir, backup_max_age=opts.backup_max_age),
         )
         self.informers = {
             "configsets": self._informer(watches.CONFIGSETS),

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from nodemanager.agent.hostfeatures import HostFeatures
 from nodemanager.agent.metrics import Metrics
 from nodemanager.agent.state import Applied, Snapshot, StateStore
 from nodemanager.agent.status import ConfigSetOutcome, compute
@@ -74,10 +75,12 @@ class Reconciler:
         observe: Callable[[], Mapping[str, Any]],
         run: Callable[..., RunResult] = apply,
         clock: Callable[[], str] | None = None,
+        host: HostFeatures | None = None,
     ):
         self.name, self.managed_labels, self.family = name, dict(managed_labels), family
         self.store, self.metrics, self.agent_version = store, metrics, agent_version
         self.observe, self.run = observe, run
+        self.host = host  # file backups and the WireGuard key (agent/hostfeatures.py)
         self.clock = clock or (lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         self.applied: Applied = store.load()
         self._observed: Mapping[str, Any] | None = None
@@ -120,7 +123,12 @@ class Reconciler:
             involved = {name for o in to_run.origins.values() for name in o.configsets}
             started = time.monotonic()
             try:
-                run_result = self.run(to_run)
+                hooks = (
+                    {"before_change": self.host.before_change(to_run, contents)}
+                    if self.host
+                    else {}
+                )
+                run_result = self.run(to_run, **hooks)
             except ExecutorError as e:  # Ansible could not start at all (missing module, no pty)
                 run_result = RunResult("failed", -1, (), ansible=False, message=str(e))
             if run_result.ansible:
@@ -204,8 +212,13 @@ class Reconciler:
             full or self._observed is None
         ):  # the host's facts are re-read with each drift check only
             self._observed = self.observe()
+        observed, host_event = (
+            self.host.status(snap.node, self._observed, full=full)
+            if self.host
+            else (self._observed, None)
+        )
         status = compute(
-            observed=self._observed,
+            observed=observed,
             agent_version=self.agent_version,
             outcomes=outcomes,
             previous=(snap.node or {}).get("status") or {},
@@ -227,6 +240,7 @@ class Reconciler:
                     f"{len(merged.configsets)} ConfigSets applied, {changed_count} tasks changed",
                     False,
                 )
+        event = event or host_event
         touched = {
             name for r in (run_result.changed() if run_result else ()) for name in r.configsets
         }

@@ -47,13 +47,19 @@ def apply(
     check: bool = False,
     diff: bool = False,
     on_result: Callable[[TaskResult], None] | None = None,
+    before_change: BeforeChange | None = None,
     **kwargs,
 ) -> RunResult:
     """Apply ``plan`` with the fast path: tasks proven converged are reported ok, changed file
     content and directories are written natively, executions run natively while nothing before
     them is left to Ansible, and only the rest, with the handlers the native writes notified,
-    go to Ansible (in play order). ``fast=False`` sends every task to Ansible."""
+    go to Ansible (in play order). ``fast=False`` sends every task to Ansible.
+
+    ``before_change`` sees the resources of every task not proven converged, once, before the
+    native writes and Ansible touch anything (the agent backs up the files they may replace)."""
     if not fast:
+        if before_change and not check:
+            before_change(_resources(plan, set()))
         return execute(plan, check=check, diff=diff, on_result=on_result, **kwargs)
     local: list[TaskResult] = []
 
@@ -63,6 +69,8 @@ def apply(
             on_result(result)
 
     handled = probe.converged_tasks(plan)
+    if before_change and not check:
+        before_change(_resources(plan, handled))
     for name in sorted(handled):
         origin = plan.origins[name]
         report(TaskResult(name, origin.resource, origin.configsets, "ok", module="probe"))
@@ -116,6 +124,21 @@ def apply(
         replace(plan, playbook=plays), check=check, diff=diff, on_result=on_result, **kwargs
     )
     return replace(ran, results=tuple(local) + ran.results)
+
+
+# Called with the ids of resources about to be changed (``file:/etc/x``), before any change.
+BeforeChange = Callable[[list[str]], None]
+
+
+def _resources(plan: Plan, converged: set[str]) -> list[str]:
+    return sorted(
+        {
+            plan.origins[t["name"]].resource
+            for play in plan.playbook
+            for t in play["tasks"]
+            if t["name"] not in converged
+        }
+    )
 
 
 def execute(

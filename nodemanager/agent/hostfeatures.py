@@ -1,0 +1,126 @@
+"""What the agent does for the host beside ConfigSets, wired into each reconcile by two hooks:
+
+- ``before_change``: the executor calls it before native writes or Ansible touch a file; every
+  file a task is about to replace or remove (other content, absent, a directory or symlink in
+  its place) is backed up first (``host/backups.py``).
+- ``status``: the status fields these features own: ``wireGuard`` with the keypair of
+  ``spec.wireGuard`` (``host/wgkeys.py``) and ``fileBackups``; backups older than
+  ``--backup-max-age`` are collected with each drift check.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from nodemanager.api import File
+from nodemanager.desired.templates import Rendered
+from nodemanager.host.backups import BackupStore
+from nodemanager.host.wgkeys import KeyStore, WireGuardKeyError, with_managed_key
+from nodemanager.playbook.build import Plan
+
+log = logging.getLogger(__name__)
+STATUS_BACKUPS_MAX = 256  # newest entries in status.fileBackups; every backup stays on disk
+
+
+def _replaces(f: File, contents: Mapping[str, Rendered]) -> bool:
+    """Whether applying ``f`` would overwrite or remove the regular file now at its path."""
+    try:
+        if not stat.S_ISREG(os.lstat(f.path).st_mode):
+            return False
+    except OSError:
+        return False
+    if f.ensure != "file":
+        return True  # absent, or a directory or symlink where the file is
+    if f.create_only:
+        return False
+    if f.content is not None:
+        want: str | None = f.content
+    else:
+        rendered = contents.get(f.path) if f.template is not None else None
+        want = rendered.text if rendered else None
+    if want is None:
+        return False  # attributes only: the bytes stay
+    try:
+        return Path(f.path).read_bytes() != want.encode()
+    except OSError:
+        return False
+
+
+class HostFeatures:
+    def __init__(self, state_dir: str, *, backup_max_age: float | None = None):
+        self.backups = BackupStore(state_dir)
+        self.keys = KeyStore(state_dir)
+        self.backup_max_age = backup_max_age
+        self.problem: str | None = None  # the last WireGuard error, reported once per change
+
+    def before_change(
+        self, plan: Plan, contents: Mapping[str, Rendered]
+    ) -> Callable[[list[str]], None]:
+        files = {r.id: r.spec for r in plan.desired.of_kind("file")}
+
+        def backup(resources: list[str]) -> None:
+            due = []
+            for rid in resources:
+                f = files.get(rid)
+                if isinstance(f, File) and _replaces(f, contents):
+                    secret = f.uses_secrets or bool(
+                        contents.get(f.path) and contents[f.path].secret
+                    )
+                    due.append((f.path, secret))
+            try:
+                saved = self.backups.save(due)
+            except OSError as e:  # a full disk must not stop the host from converging
+                log.warning("file backup failed: %s", e)
+                return
+            if saved:
+                log.info("backed up %s", ", ".join(sorted(saved)))
+
+        return backup
+
+    def status(
+        self, node: Mapping[str, Any], observed: Mapping[str, Any], *, full: bool
+    ) -> tuple[dict[str, Any], tuple[str, str, bool] | None]:
+        """``observed`` with the fields these features own; an Event when WireGuard broke anew."""
+        if full and self.backup_max_age:
+            try:
+                removed = self.backups.gc(self.backup_max_age)
+                if removed:
+                    log.info("removed %d file backups older than --backup-max-age", removed)
+            except OSError as e:
+                log.warning("file backup garbage collection failed: %s", e)
+        out = dict(observed)
+        try:
+            out["fileBackups"] = self._backups_status()
+        except (OSError, ValueError) as e:
+            log.warning("cannot read file backups: %s", e)
+        wg = (node.get("spec") or {}).get("wireGuard") or {}
+        event = None
+        if wg.get("enabled"):
+            interface = str(wg.get("interface") or "wg0")
+            try:
+                public = self.keys.public_key(interface)
+                out["wireGuard"] = with_managed_key(
+                    list(observed.get("wireGuard") or []), interface, public
+                )
+                self.problem = None
+            except WireGuardKeyError as e:
+                message = f"spec.wireGuard: {e}"
+                if message != self.problem:
+                    log.warning("%s", message)
+                    event = ("WireGuardKeyFailed", message, True)
+                self.problem = message
+        return out, event
+
+    def _backups_status(self) -> list[dict[str, str]]:
+        newest = []
+        for path, versions in self.backups.index().items():
+            last = versions[-1]
+            if not last.secret:
+                newest.append({"path": path, "sha256": last.sha256, "savedAt": last.saved_at_text})
+        newest.sort(key=lambda e: e["savedAt"], reverse=True)
+        return sorted(newest[:STATUS_BACKUPS_MAX], key=lambda e: e["path"])

@@ -1,0 +1,97 @@
+"""The backup store on real files: layout and modes, versions, restore, garbage collection."""
+
+import hashlib
+import os
+import stat
+
+import pytest
+
+from nodemanager.host.backups import BackupError, BackupStore
+
+
+def mode(path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def test_save_is_content_addressed_private_and_deduplicated(tmp_path):
+    target = tmp_path / "etc.conf"
+    target.write_text("old\n")
+    os.chmod(target, 0o640)
+    os.chown(target, 1, 1)
+    store = BackupStore(tmp_path / "state")
+    sha = hashlib.sha256(b"old\n").hexdigest()
+    assert store.save([(str(target), False)]) == {str(target): sha}
+    store.save([(str(target), False)])  # same bytes again: no second version
+
+    blob = tmp_path / "state" / "backups" / "blobs" / sha[:2] / sha
+    assert blob.read_bytes() == b"old\n"
+    assert mode(blob) == 0o600
+    assert mode(tmp_path / "state" / "backups") == 0o700
+    assert mode(blob.parent) == 0o700
+    assert mode(store.index_path) == 0o600
+    (version,) = store.versions(str(target))
+    assert (version.sha256, version.mode, version.uid, version.gid) == (sha, 0o640, 1, 1)
+
+
+def test_missing_files_directories_and_symlinks_are_not_backed_up(tmp_path):
+    (tmp_path / "dir").mkdir()
+    os.symlink("/etc/hostname", tmp_path / "link")
+    store = BackupStore(tmp_path / "state")
+    paths = [(str(tmp_path / n), False) for n in ("missing", "dir", "link")]
+    assert store.save(paths) == {}
+    assert not store.index_path.exists()
+
+
+def test_restore_puts_content_mode_and_owner_back_and_saves_what_it_replaces(tmp_path):
+    target = tmp_path / "f"
+    target.write_text("v1")
+    os.chmod(target, 0o600)
+    os.chown(target, 2, 2)
+    clock = iter(range(100, 200))
+    store = BackupStore(tmp_path / "state", clock=lambda: float(next(clock)))
+    v1 = store.save([(str(target), False)])[str(target)]
+    target.write_text("v2")
+    os.chmod(target, 0o644)
+    os.chown(target, 0, 0)
+    v2 = store.save([(str(target), False)])[str(target)]
+    target.write_text("v3")
+
+    store.restore(str(target), v1[:8])  # a prefix is enough
+    assert target.read_text() == "v1"
+    assert (mode(target), os.stat(target).st_uid, os.stat(target).st_gid) == (0o600, 2, 2)
+    # v3 was saved before it was overwritten, so the restore itself can be undone.
+    assert [v.sha256 for v in store.versions(str(target))][-1] == hashlib.sha256(b"v3").hexdigest()
+
+    store.restore(str(target), v2)
+    assert target.read_text() == "v2" and mode(target) == 0o644
+
+
+def test_restore_errors_name_the_path(tmp_path):
+    store = BackupStore(tmp_path / "state")
+    with pytest.raises(BackupError, match="/nowhere: no backup"):
+        store.restore("/nowhere")
+    target = tmp_path / "f"
+    target.write_text("x")
+    store.save([(str(target), False)])
+    with pytest.raises(BackupError, match="no backup with hash abc"):
+        store.restore(str(target), "abc")
+    with pytest.raises(BackupError, match="not a hexadecimal"):
+        store.restore(str(target), "../../etc/passwd")
+
+
+def test_gc_drops_old_versions_and_their_unreferenced_blobs(tmp_path):
+    now = [1000.0]
+    store = BackupStore(tmp_path / "state", clock=lambda: now[0])
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.write_text("shared")
+    b.write_text("old-b")
+    store.save([(str(a), False), (str(b), False)])
+    now[0] = 5000.0
+    b.write_text("shared")  # same content as a's old version: one blob, kept while referenced
+    store.save([(str(b), False)])
+
+    assert store.gc(max_age=2000) == 1  # only old-b's blob goes
+    assert str(a) not in store.index()
+    assert [v.sha256 for v in store.versions(str(b))] == [hashlib.sha256(b"shared").hexdigest()]
+    blobs = list((tmp_path / "state" / "backups" / "blobs").glob("*/*"))
+    assert [p.name for p in blobs] == [hashlib.sha256(b"shared").hexdigest()]
