@@ -70,7 +70,9 @@ def test_backup_before_native_write_and_ansible_removal_then_restore(tmp_path):
     assert restored.returncode == 0, restored.stderr
     assert conf.read_text() == "hand edited\n"
     assert stat.S_IMODE(conf.stat().st_mode) == 0o640
-    restored = nm("restore", str(gone), "--hash", sha(b"to be removed\n")[:10], "--state-dir", str(state))
+    restored = nm(
+        "restore", str(gone), "--hash", sha(b"to be removed\n")[:10], "--state-dir", str(state)
+    )
     assert restored.returncode == 0, restored.stderr
     assert gone.read_text() == "to be removed\n"
     listed = nm("restore", str(conf), "--list", "--state-dir", str(state))
@@ -84,7 +86,9 @@ def test_secret_fed_file_is_backed_up_on_the_host_only(tmp_path):
     state, target = tmp_path / "state", tmp_path / "token"
     target.write_text("old-secret-value")
     r = reconciler(state)
-    files = [{"path": str(target), "template": "{{ node.secrets.token }}", "secretRefs": [{"name": "s"}]}]
+    files = [
+        {"path": str(target), "template": "{{ node.secrets.token }}", "secretRefs": [{"name": "s"}]}
+    ]
     secrets = {"s": {"token": base64.b64encode(b"new-secret-value").decode()}}
     result = r.reconcile(snap(files, secrets=secrets), full=True)
     assert not result.failed, result.status
