@@ -6,6 +6,8 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -17,6 +19,11 @@ from nodemanager.executor.summary import summarize
 from nodemanager.playbook.dump import to_yaml
 from nodemanager.playbook.errors import PlaybookError
 
+if TYPE_CHECKING:
+    from nodemanager.agent.local import LocalPlan
+
+F = TypeVar("F", bound=Callable[..., Any])
+
 
 def _labels(text: str | None) -> dict[str, str]:
     from nodemanager.host.labels import parse_label_args
@@ -27,7 +34,13 @@ def _labels(text: str | None) -> dict[str, str]:
         raise click.BadParameter(str(e), param_hint="--node-labels") from e
 
 
-def _local_plan(files, node_labels, os_id, hostname, show_secrets):
+def _local_plan(
+    files: Sequence[str],
+    node_labels: str | None,
+    os_id: str | None,
+    hostname: str | None,
+    show_secrets: bool,
+) -> LocalPlan:
     from nodemanager.agent.local import identify, plan_files
 
     try:
@@ -87,7 +100,7 @@ def _duration(text: str) -> float:
         raise click.BadParameter(str(e)) from None
 
 
-def _run_options(f):
+def _run_options(f: F) -> F:
     options = [
         click.option(
             "--kubeconfig",
@@ -153,7 +166,7 @@ def _run_options(f):
 @click.group(invoke_without_command=True)
 @_run_options
 @click.pass_context
-def main(ctx: click.Context, **options) -> None:
+def main(ctx: click.Context, /, **options: Any) -> None:
     """Keep this host's packages, files, services and commands as ConfigSets declare them.
 
     Without a command, runs the agent (the same as `nodemanager run`)."""
@@ -164,17 +177,17 @@ def main(ctx: click.Context, **options) -> None:
 @main.command()
 @_run_options
 def run(
-    kubeconfig,
-    namespace,
-    leader_elect,
-    metrics_bind_address,
-    health_probe_bind_address,
-    hostname,
-    node_labels,
-    state_dir,
-    drift_check_interval,
-    backup_max_age,
-    log_format,
+    kubeconfig: str,
+    namespace: str,
+    leader_elect: bool,
+    metrics_bind_address: str,
+    health_probe_bind_address: str,
+    hostname: str | None,
+    node_labels: str | None,
+    state_dir: str,
+    drift_check_interval: str,
+    backup_max_age: str,
+    log_format: str,
 ) -> None:
     """Run the agent: keep this host in the state its ConfigSets declare."""
     from nodemanager.agent.daemon import Daemon, Options
@@ -264,7 +277,14 @@ def version() -> None:
     type=click.Path(dir_okay=False),
     help="Write the playbook here (atomically) instead of stdout.",
 )
-def render(files, node_labels, os_id, hostname, show_secrets, output) -> None:
+def render(
+    files: tuple[str, ...],
+    node_labels: str | None,
+    os_id: str | None,
+    hostname: str | None,
+    show_secrets: bool,
+    output: str | None,
+) -> None:
     """Print the Ansible playbook that `apply` would run; it runs as is with ansible-playbook."""
     local = _local_plan(files, node_labels, os_id, hostname, show_secrets)
     text = to_yaml(local.plan.playbook)
@@ -301,7 +321,15 @@ def _progress(result: TaskResult) -> None:
     help="Skip tasks a plain-Python check proves converged; "
     "--no-fast-path sends every task to Ansible.",
 )
-def apply(files, node_labels, os_id, hostname, check, diff, fast_path) -> None:
+def apply(
+    files: tuple[str, ...],
+    node_labels: str | None,
+    os_id: str | None,
+    hostname: str | None,
+    check: bool,
+    diff: bool,
+    fast_path: bool,
+) -> None:
     """Apply ConfigSet files to this host now (local mode, no cluster)."""
     from nodemanager.executor.run import apply as apply_plan
 
@@ -345,7 +373,7 @@ def _default_node_kubeconfig() -> str:
 @main.command()
 @click.option("--hostname", required=True, help="Target node name.")
 @click.option("--namespace", default="nodemanager", show_default=True)
-def rbac(hostname, namespace) -> None:
+def rbac(hostname: str, namespace: str) -> None:
     """Print the RBAC objects and admission policy one node needs (apply them yourself)."""
     import yaml
 
@@ -354,11 +382,11 @@ def rbac(hostname, namespace) -> None:
     click.echo(yaml.safe_dump_all(manifests(hostname, namespace), sort_keys=False), nl=False)
 
 
-def _kube_errors(f):
+def _kube_errors(f: F) -> F:
     import functools
 
     @functools.wraps(f)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
         from nodemanager.kube.errors import KubeError
 
         try:
@@ -368,7 +396,7 @@ def _kube_errors(f):
         except OSError as e:
             raise click.ClickException(f"{e.filename or ''}: {e.strerror or e}") from e
 
-    return wrapper
+    return wrapper  # type: ignore[return-value]  # same signature, by functools.wraps
 
 
 @main.command()
@@ -389,7 +417,7 @@ def _kube_errors(f):
     help="Write the kubeconfig here (0600, atomically) instead of stdout.",
 )
 @_kube_errors
-def token(hostname, kubeconfig, namespace, ttl, out) -> None:
+def token(hostname: str, kubeconfig: str, namespace: str, ttl: str, out: str | None) -> None:
     """Issue a short-lived bootstrap kubeconfig for a node."""
     from nodemanager.bootstrap.credentials import node_kubeconfig, write_kubeconfig
 
@@ -422,7 +450,13 @@ def token(hostname, kubeconfig, namespace, ttl, out) -> None:
     "--token-ttl", default="8760h", show_default=True, help="Lifetime of the long-lived token."
 )
 @_kube_errors
-def bootstrap(bootstrap_kubeconfig, kubeconfig, namespace, hostname, token_ttl) -> None:
+def bootstrap(
+    bootstrap_kubeconfig: str,
+    kubeconfig: str,
+    namespace: str,
+    hostname: str | None,
+    token_ttl: str,
+) -> None:
     """Exchange a bootstrap kubeconfig for this node's long-lived kubeconfig."""
     from nodemanager.bootstrap.credentials import node_kubeconfig, write_kubeconfig
     from nodemanager.host.labels import hostname as this_host

@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 
 
-def write_atomic(path: str | os.PathLike, data: bytes, mode: int = 0o644) -> None:
+def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int = 0o644) -> None:
     """Replace ``path`` with ``data`` so readers see the old or the new file, never half of one.
 
     The temporary file is created with ``mode`` before any byte is written, so a secret never

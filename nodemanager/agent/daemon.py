@@ -12,6 +12,7 @@ import random
 import signal
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,13 +23,13 @@ from nodemanager.agent.metrics import Metrics
 from nodemanager.agent.reconcile import Reconciler
 from nodemanager.agent.state import Snapshot, StateStore
 from nodemanager.agent.status import differs
-from nodemanager.api import parse_duration
+from nodemanager.api import ConfigSet, parse_duration
 from nodemanager.host import labels as host_labels
 from nodemanager.host import osinfo
 from nodemanager.host.observe import observe
 from nodemanager.kube import watches
 from nodemanager.kube.client import ClientFactory
-from nodemanager.kube.informer import Backoff, Informer
+from nodemanager.kube.informer import Backoff, Informer, Kind
 from nodemanager.kube.nodes import NodeClient
 from nodemanager.kube.notify import NOTIFIED_AT, NOTIFIED_BY, Notifier
 from nodemanager.playbook import platforms
@@ -115,7 +116,7 @@ class Daemon:
         self.ready = threading.Event()
         self._threads: list[threading.Thread] = []
 
-    def _informer(self, kind, **kwargs) -> Informer:
+    def _informer(self, kind: Kind, **kwargs: Any) -> Informer:
         return Informer(
             kind,
             self.clients,
@@ -127,7 +128,7 @@ class Daemon:
 
     # -- threads ---------------------------------------------------------------------------
 
-    def _thread(self, name: str, target, *args) -> None:
+    def _thread(self, name: str, target: Callable[..., object], *args: object) -> None:
         t = threading.Thread(target=target, args=args, name=name, daemon=True)
         t.start()
         self._threads.append(t)
@@ -196,7 +197,7 @@ class Daemon:
             return None  # come back once every node is in the cache
         return snap
 
-    def _write_status(self, status: dict, node: dict) -> None:
+    def _write_status(self, status: dict[str, Any], node: dict[str, Any]) -> None:
         if not self.registered.is_set() or not differs(status, node.get("status") or {}):
             return
         try:
@@ -230,7 +231,7 @@ class Daemon:
         )
         return True, result.requeue_after
 
-    def _notify(self, configsets, uid: str | None) -> None:
+    def _notify(self, configsets: Iterable[ConfigSet], uid: str | None) -> None:
         """Annotate each ConfigSet's spec.notifies[] targets.
 
         A failure is a Warning Event naming the field."""

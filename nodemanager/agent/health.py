@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import MetricsHandler
@@ -17,7 +18,7 @@ def parse_address(address: str) -> tuple[str, int] | None:
     return host.strip("[]"), int(port)
 
 
-def _serve(address: tuple[str, int], handler) -> ThreadingHTTPServer:
+def _serve(address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
     server = ThreadingHTTPServer(address, handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, name=f"http-{address[1]}", daemon=True).start()
@@ -35,7 +36,7 @@ def serve_health(address: str, ready: threading.Event) -> ThreadingHTTPServer | 
         return None
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):
+        def do_GET(self) -> None:
             if self.path == "/healthz":
                 code, body = 200, b"ok"
             elif self.path == "/readyz":
@@ -48,7 +49,7 @@ def serve_health(address: str, ready: threading.Event) -> ThreadingHTTPServer | 
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, *args):  # probes every few seconds would flood the log
-            pass
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # probes every few seconds would flood the log
 
     return _serve(parsed, Handler)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from nodemanager import __version__
+from nodemanager.executor.events import TaskResult
 
 
 class Metrics:
@@ -67,7 +70,7 @@ class Metrics:
             "nodemanager_status_writes", "ManagedNode status patches.", registry=r
         )
 
-    def record_results(self, results) -> None:
+    def record_results(self, results: Iterable[TaskResult]) -> None:
         for r in results:
             kind = r.resource.split(":", 1)[0]
             if kind == "file" and r.status == "changed":

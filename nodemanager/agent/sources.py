@@ -27,7 +27,7 @@ class Loaded:
     errors: list[str] = field(default_factory=list)  # "<file>: <message>", one per bad document
 
 
-def _secret_data(doc: dict) -> dict[str, str]:
+def _secret_data(doc: dict[str, Any]) -> dict[str, str]:
     data = dict(doc.get("data") or {})
     for key, value in (doc.get("stringData") or {}).items():
         data[key] = base64.b64encode(str(value).encode()).decode()

@@ -23,7 +23,7 @@ class ConfigSetOutcome:
 
 
 def _condition(
-    previous: Mapping[str, dict],
+    previous: Mapping[str, dict[str, Any]],
     type_: str,
     ok: bool,
     reason: str,

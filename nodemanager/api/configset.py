@@ -164,7 +164,7 @@ def _weight(spec: Reader) -> int:
 def _package(r: Reader) -> Package:
     return Package(
         name=r.string("name", required=True, pattern=SIMPLE_NAME) or "",
-        ensure=r.choice("ensure", PACKAGE_ENSURE, default="installed"),
+        ensure=r.choice("ensure", PACKAGE_ENSURE, default="installed") or "installed",
         version=r.string("version", pattern=SIMPLE_NAME),
     )
 
@@ -178,7 +178,7 @@ def _refs(r: Reader, name: str) -> tuple[Ref, ...]:
 def _file(r: Reader) -> File:
     f = File(
         path=r.path("path", required=True) or "",
-        ensure=r.choice("ensure", FILE_ENSURE, default="file"),
+        ensure=r.choice("ensure", FILE_ENSURE, default="file") or "file",
         content=r.string("content", strip=False),
         template=r.string("template", strip=False),
         owner=r.string("owner", pattern=SIMPLE_NAME),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, overload
 
 from nodemanager.api.errors import FieldError
 
@@ -55,7 +55,7 @@ class Reader:
         name: str,
         *,
         required: bool = False,
-        pattern: re.Pattern | None = None,
+        pattern: re.Pattern[str] | None = None,
         hint: str | None = None,
         strip: bool = True,
         numbers: bool = True,
@@ -109,6 +109,10 @@ class Reader:
             return None
         return value
 
+    @overload
+    def boolean(self, name: str, *, default: bool) -> bool: ...
+    @overload
+    def boolean(self, name: str, *, default: None) -> bool | None: ...
     def boolean(self, name: str, *, default: bool | None) -> bool | None:
         value = self._raw.get(name)
         if value is None:
@@ -120,7 +124,7 @@ class Reader:
 
     def choice(
         self, name: str, allowed: tuple[str, ...], *, default: str | None, required: bool = False
-    ):
+    ) -> str | None:
         value = self._raw.get(name)
         if value is None:
             if required:
@@ -129,7 +133,7 @@ class Reader:
         if value not in allowed:
             self.error(name, f"unknown value {value!r}; must be one of {', '.join(allowed)}")
             return default
-        return value
+        return str(value)
 
     def path(self, name: str, *, required: bool = False) -> str | None:
         value = self.string(name, required=required)

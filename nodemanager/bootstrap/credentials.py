@@ -55,10 +55,10 @@ class TokenRenewer:
         if "exp" not in c or "iat" not in c:
             return None
         lifetime = c["exp"] - c["iat"]
-        return c["iat"] + lifetime * random.uniform(0.75, 0.85) - time.time()
+        return float(c["iat"] + lifetime * random.uniform(0.75, 0.85) - time.time())
 
     def renew(self) -> None:
-        c = tokens.claims(tokens.token_of(self.kubeconfig))
+        c = tokens.claims(tokens.token_of(self.kubeconfig) or "")
         text, granted = node_kubeconfig(
             self.kubeconfig, self.hostname, self.namespace, int(c["exp"] - c["iat"])
         )

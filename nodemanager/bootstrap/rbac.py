@@ -24,7 +24,7 @@ def service_account(hostname: str) -> str:
     return f"nodemanager-{hostname}"
 
 
-def _role(name: str, namespace: str, rules: list[dict]) -> dict[str, Any]:
+def _role(name: str, namespace: str, rules: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "Role",

@@ -108,10 +108,11 @@ def _merge_refs(
                 except binascii.Error:
                     raise KeyError(f"{kind} {ref.name!r} key {key!r} is not valid base64") from None
                 try:
-                    value = raw.decode("utf-8")
+                    merged[key] = raw.decode("utf-8")
                 except UnicodeDecodeError:
-                    value = Binary(raw)
-            merged[key] = value
+                    merged[key] = Binary(raw)
+            else:
+                merged[key] = value
     return merged
 
 
@@ -129,7 +130,7 @@ def render_file(f: File, data: TemplateData) -> Rendered:
     node = {**_node_view(data.node), "secrets": secrets, "configmaps": configmaps}
     nodes = [_node_view(n) for n in sorted(data.nodes, key=lambda n: n.name)]
     try:
-        text = _ENV.from_string(f.template).render(node=node, nodes=nodes)
+        text = _ENV.from_string(f.template or "").render(node=node, nodes=nodes)
     except jinja2.TemplateSyntaxError as e:
         raise TemplateError(f.path, f"template syntax error line {e.lineno}: {e.message}") from None
     except jinja2.UndefinedError as e:
@@ -150,7 +151,7 @@ def render_templates(
     failures: dict[str, str] = {}
     by_name = {cs.name: cs for cs in desired.configsets}
     for r in desired.of_kind("file"):
-        if r.spec.template is None:
+        if not isinstance(r.spec, File) or r.spec.template is None:
             continue
         try:
             contents[r.key] = render_file(r.spec, data)

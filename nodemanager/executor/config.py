@@ -12,6 +12,7 @@ import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from nodemanager.executor.errors import MissingModules
 from nodemanager.playbook.build import module_of
@@ -56,7 +57,7 @@ def ansible_bin_dir() -> str:
     return os.environ.get("NODEMANAGER_ANSIBLE_BIN") or str(Path(sys.executable).parent)
 
 
-def modules_of(playbook: list[dict]) -> set[str]:
+def modules_of(playbook: list[dict[str, Any]]) -> set[str]:
     found = set()
     for play in playbook:
         for task in [*play.get("tasks", []), *play.get("handlers", [])]:

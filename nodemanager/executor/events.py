@@ -49,7 +49,7 @@ def _diff(res: Mapping[str, Any]) -> str:
     diffs = res.get("diff") or []
     if isinstance(diffs, dict):
         diffs = [diffs]
-    out = []
+    out: list[str] = []
     for d in diffs:
         before, after = d.get("before", ""), d.get("after", "")
         if isinstance(before, str) and isinstance(after, str) and before != after:

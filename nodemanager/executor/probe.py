@@ -16,7 +16,7 @@ import pwd
 import shutil
 import stat
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +75,7 @@ def _file(params: dict[str, Any]) -> bool:
     return False
 
 
-def _ancestors(path: str, root: str):
+def _ancestors(path: str, root: str) -> Iterator[str]:
     while path not in ("/", root):
         path = os.path.dirname(path)
         yield path
@@ -146,7 +146,7 @@ class _Packages:
         state, name = params.get("state"), str(params.get("name"))
         if state not in ("present", "absent") or "=" in name:
             return False  # latest and pinned versions need the package manager's own answer
-        return (name in self.installed()) == (state == "present")
+        return bool((name in self.installed()) == (state == "present"))
 
 
 def converged_tasks(plan: Plan) -> set[str]:

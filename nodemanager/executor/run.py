@@ -6,6 +6,7 @@ import logging
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from nodemanager.executor import config, native, probe
 from nodemanager.executor.errors import ExecutorError
@@ -48,7 +49,7 @@ def apply(
     diff: bool = False,
     on_result: Callable[[TaskResult], None] | None = None,
     before_change: BeforeChange | None = None,
-    **kwargs,
+    **kwargs: Any,
 ) -> RunResult:
     """Apply ``plan`` with the fast path: tasks proven converged are reported ok, changed file
     content and directories are written natively, executions run natively while nothing before
@@ -77,7 +78,7 @@ def apply(
     notified: set[str] = set()
     left_to_ansible = False  # once a task is, later executions must wait for it: order matters
 
-    def natively(task: dict) -> bool:
+    def natively(task: dict[str, Any]) -> bool:
         try:
             done = native.try_native(
                 task,
@@ -157,7 +158,7 @@ def execute(
     private = config.private_dir(work_dir)
     results: list[TaskResult] = []
 
-    def handle(event: dict) -> bool:
+    def handle(event: dict[str, Any]) -> bool:
         result = to_result(event, plan.origins)
         if result is not None:
             results.append(result)
@@ -203,7 +204,7 @@ def execute(
             shutil.rmtree(private, ignore_errors=True)
 
 
-def _startup_error(runner) -> str:
+def _startup_error(runner: Any) -> str:
     """Ansible's own words when it failed before any task ran: no task output exists yet, so
     nothing of the host's files can be in them."""
     try:

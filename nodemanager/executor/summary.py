@@ -38,7 +38,9 @@ def resource_outcomes(results: list[TaskResult] | tuple[TaskResult, ...]) -> dic
 
 
 def summarize(
-    desired: DesiredState, results, errors: Mapping[str, str] | None = None
+    desired: DesiredState,
+    results: list[TaskResult] | tuple[TaskResult, ...],
+    errors: Mapping[str, str] | None = None,
 ) -> dict[str, ConfigSetSummary]:
     """Per-ConfigSet counts; ``errors`` (resource id -> message) are resources that could not be
     planned or rendered, counted as failed for the ConfigSets declaring them."""

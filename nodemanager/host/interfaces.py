@@ -14,7 +14,7 @@ def _keep(address: str) -> bool:
     return not (ip.is_loopback or ip.is_link_local or ip.is_multicast or ip.is_unspecified)
 
 
-def _add(out: dict, name: str, address: str) -> None:
+def _add(out: dict[str, dict[str, list[str]]], name: str, address: str) -> None:
     if not _keep(address):
         return
     family = "ipv6" if ":" in address else "ipv4"
@@ -23,7 +23,7 @@ def _add(out: dict, name: str, address: str) -> None:
         entry[family].append(address)
 
 
-def _sorted(out: dict) -> dict[str, dict[str, list[str]]]:
+def _sorted(out: dict[str, dict[str, list[str]]]) -> dict[str, dict[str, list[str]]]:
     return {
         name: {k: sorted(v, key=ipaddress.ip_address) for k, v in fams.items()}
         for name, fams in sorted(out.items())
@@ -32,7 +32,7 @@ def _sorted(out: dict) -> dict[str, dict[str, list[str]]]:
 
 def parse_ip_json(text: str) -> dict[str, dict[str, list[str]]]:
     """Parse `ip -j addr` (iproute2) output."""
-    out: dict = {}
+    out: dict[str, dict[str, list[str]]] = {}
     for link in json.loads(text or "[]"):
         if "LOOPBACK" in link.get("flags", []):
             continue
@@ -51,7 +51,7 @@ _INET = re.compile(r"^\s+inet6?\s+(\S+)")
 
 def parse_ifconfig(text: str) -> dict[str, dict[str, list[str]]]:
     """Parse FreeBSD `ifconfig` output."""
-    out: dict = {}
+    out: dict[str, dict[str, list[str]]] = {}
     name = None
     for line in text.splitlines():
         m = _IFACE.match(line)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from pathlib import Path
+from typing import Any
 
 ALGORITHMS = {
     "ssh-rsa": 1,
@@ -17,7 +18,7 @@ ALGORITHMS = {
 }
 
 
-def sshfp(public_key_line: str) -> list[dict]:
+def sshfp(public_key_line: str) -> list[dict[str, Any]]:
     """SHA-1 and SHA-256 SSHFP entries of one public key line (``type base64 [comment]``)."""
     kind, blob = public_key_line.split()[:2]
     if kind not in ALGORITHMS:
@@ -29,7 +30,7 @@ def sshfp(public_key_line: str) -> list[dict]:
     ]
 
 
-def ssh_host_keys(directory: str = "/etc/ssh") -> list[dict]:
+def ssh_host_keys(directory: str = "/etc/ssh") -> list[dict[str, Any]]:
     entries = []
     for path in sorted(Path(directory).glob("ssh_host_*_key.pub")):
         entries.extend(sshfp(path.read_text()))

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from typing import Any
 
 
-def parse_wg_dump(text: str) -> list[dict]:
+def parse_wg_dump(text: str) -> list[dict[str, Any]]:
     interfaces = []
     for line in text.splitlines():
         fields = line.split("\t")
@@ -24,7 +25,7 @@ def parse_wg_dump(text: str) -> list[dict]:
     return sorted(interfaces, key=lambda i: i["name"])
 
 
-def wireguard() -> list[dict]:
+def wireguard() -> list[dict[str, Any]]:
     if not shutil.which("wg"):
         return []
     proc = subprocess.run(["wg", "show", "all", "dump"], capture_output=True, text=True)

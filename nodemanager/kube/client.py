@@ -10,6 +10,7 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from kubernetes import client, config
 
@@ -60,9 +61,12 @@ class ClientFactory:
                     old.close()
             return self._client
 
-    def _counted(self, request):
-        def counted(method, *args, **kwargs):
-            self.on_request(method)
+    def _counted(self, request: Callable[..., Any]) -> Callable[..., Any]:
+        on_request = self.on_request
+
+        def counted(method: str, *args: Any, **kwargs: Any) -> Any:
+            if on_request:
+                on_request(method)
             return request(method, *args, **kwargs)
 
         return counted

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 
 class KubeError(Exception):

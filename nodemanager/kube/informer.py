@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubernetes import watch
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 from nodemanager.kube.client import ClientFactory
 
@@ -36,7 +36,7 @@ class Backoff:
         self.base, self.cap, self.attempt = base, cap, 0
 
     def next(self) -> float:
-        delay = min(self.cap, self.base * 2**self.attempt)
+        delay = min(self.cap, self.base * 2.0**self.attempt)
         self.attempt += 1
         return delay * random.uniform(0.5, 1.0)  # jitter: agents must not reconnect in lockstep
 
@@ -65,19 +65,19 @@ class Informer:
         self.on_list = on_list
         self.synced = threading.Event()
         self.lists = 0  # how many full lists were made: tests and metrics read it
-        self._items: dict[str, dict] = {}
+        self._items: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
         self._rv = ""
 
-    def items(self) -> list[dict]:
+    def items(self) -> list[dict[str, Any]]:
         with self._lock:
             return list(self._items.values())
 
-    def get(self, name: str) -> dict | None:
+    def get(self, name: str) -> dict[str, Any] | None:
         with self._lock:
             return self._items.get(name)
 
-    def _kwargs(self) -> dict:
+    def _kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {}
         if self.field_selector:
             kwargs["field_selector"] = self.field_selector

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubernetes import client
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 from nodemanager.kube.client import FIELD_MANAGER, ClientFactory
 from nodemanager.kube.errors import translate
@@ -30,6 +30,13 @@ def rfc3339(t: dt.datetime) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _object(value: object) -> dict[str, Any]:
+    """The custom-objects API is typed ``object``; what it returns for one object is a dict."""
+    if not isinstance(value, dict):
+        raise TypeError(f"expected an object from the API, got {type(value).__name__}")
+    return value
+
+
 class NodeClient:
     def __init__(self, clients: ClientFactory, namespace: str, name: str):
         self.clients, self.namespace, self.name = clients, namespace, name
@@ -38,12 +45,12 @@ class NodeClient:
     def _custom(self) -> client.CustomObjectsApi:
         return client.CustomObjectsApi(self.clients.get())
 
-    def ensure(self, labels: Mapping[str, str]) -> dict:
+    def ensure(self, labels: Mapping[str, str]) -> dict[str, Any]:
         """Create the ManagedNode, or bring the labels the agent manages up to date."""
         api = self._custom()
         try:
-            node = api.get_namespaced_custom_object(
-                GROUP, VERSION, self.namespace, PLURAL, self.name
+            node = _object(
+                api.get_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL, self.name)
             )
         except ApiException as e:
             if e.status != 404:
@@ -59,8 +66,10 @@ class NodeClient:
                 "spec": {},
             }
             try:
-                return api.create_namespaced_custom_object(
-                    GROUP, VERSION, self.namespace, PLURAL, body, field_manager=FIELD_MANAGER
+                return _object(
+                    api.create_namespaced_custom_object(
+                        GROUP, VERSION, self.namespace, PLURAL, body, field_manager=FIELD_MANAGER
+                    )
                 )
             except ApiException as e2:
                 raise translate(e2) from e2
@@ -68,28 +77,32 @@ class NodeClient:
         if all(current.get(k) == v for k, v in labels.items()):
             return node
         try:
-            return api.patch_namespaced_custom_object(
-                GROUP,
-                VERSION,
-                self.namespace,
-                PLURAL,
-                self.name,
-                {"metadata": {"labels": dict(labels)}},
-                field_manager=FIELD_MANAGER,
+            return _object(
+                api.patch_namespaced_custom_object(
+                    GROUP,
+                    VERSION,
+                    self.namespace,
+                    PLURAL,
+                    self.name,
+                    {"metadata": {"labels": dict(labels)}},
+                    field_manager=FIELD_MANAGER,
+                )
             )
         except ApiException as e:
             raise translate(e) from e
 
-    def patch_status(self, status: Mapping[str, Any]) -> dict:
+    def patch_status(self, status: Mapping[str, Any]) -> dict[str, Any]:
         try:
-            return self._custom().patch_namespaced_custom_object_status(
-                GROUP,
-                VERSION,
-                self.namespace,
-                PLURAL,
-                self.name,
-                {"status": dict(status)},
-                field_manager=FIELD_MANAGER,
+            return _object(
+                self._custom().patch_namespaced_custom_object_status(
+                    GROUP,
+                    VERSION,
+                    self.namespace,
+                    PLURAL,
+                    self.name,
+                    {"status": dict(status)},
+                    field_manager=FIELD_MANAGER,
+                )
             )
         except ApiException as e:
             raise translate(e) from e
@@ -134,6 +147,8 @@ class NodeClient:
         try:
             if lease is None:
                 lease = api.read_namespaced_lease(self.name, self.namespace)
+            if lease.spec is None:
+                lease.spec = client.V1LeaseSpec()
             lease.spec.renew_time = stamp
             lease.spec.holder_identity = self.name
             lease.spec.lease_duration_seconds = duration_seconds

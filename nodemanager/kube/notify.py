@@ -13,7 +13,7 @@ import logging
 from collections.abc import Mapping
 
 from kubernetes import dynamic
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 from nodemanager.kube.client import FIELD_MANAGER, ClientFactory
 from nodemanager.kube.errors import translate

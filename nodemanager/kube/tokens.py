@@ -10,9 +10,9 @@ from typing import Any
 
 import yaml
 from kubernetes import client, config
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
-from nodemanager.kube.errors import translate
+from nodemanager.kube.errors import KubeError, translate
 
 
 def request_token(
@@ -28,7 +28,10 @@ def request_token(
         )
     except ApiException as e:
         raise translate(e) from e
-    return result.status.token, result.status.expiration_timestamp
+    status = result.status
+    if status is None or not status.token or status.expiration_timestamp is None:
+        raise KubeError("TokenRequest returned no token")
+    return status.token, status.expiration_timestamp
 
 
 def cluster_of(kubeconfig: str) -> tuple[str, str]:
@@ -37,7 +40,7 @@ def cluster_of(kubeconfig: str) -> tuple[str, str]:
         config_dict=yaml.safe_load(Path(kubeconfig).read_text()),
         config_base_path=str(Path(kubeconfig).resolve().parent),
     )
-    cluster = loader._cluster  # the current context's cluster entry
+    cluster: Any = loader._cluster  # the current context's cluster entry
     server = cluster["server"]
     if "certificate-authority-data" in cluster:
         ca = cluster["certificate-authority-data"]
@@ -51,7 +54,8 @@ def cluster_of(kubeconfig: str) -> tuple[str, str]:
 
 
 def client_for(kubeconfig: str) -> client.ApiClient:
-    return config.new_client_from_config(kubeconfig)
+    api: client.ApiClient = config.new_client_from_config(kubeconfig)
+    return api
 
 
 def token_kubeconfig(
@@ -78,7 +82,7 @@ def token_kubeconfig(
 def token_of(kubeconfig: str) -> str | None:
     """The bearer token of a kubeconfig's current user, if it uses one."""
     data = yaml.safe_load(Path(kubeconfig).read_text()) or {}
-    current = next(
+    current: dict[str, Any] = next(
         (
             c["context"]
             for c in data.get("contexts", [])
@@ -86,11 +90,17 @@ def token_of(kubeconfig: str) -> str | None:
         ),
         {},
     )
-    user = next((u["user"] for u in data.get("users", []) if u["name"] == current.get("user")), {})
-    return user.get("token")
+    user: dict[str, Any] = next(
+        (u["user"] for u in data.get("users", []) if u["name"] == current.get("user")), {}
+    )
+    token = user.get("token")
+    return str(token) if token else None
 
 
 def claims(token: str) -> dict[str, Any]:
     """The JWT's claims, unverified: only to read iat/exp/sub of our own token."""
     payload = token.split(".")[1]
-    return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    decoded: dict[str, Any] = json.loads(
+        base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
+    )
+    return decoded

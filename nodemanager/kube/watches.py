@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from kubernetes import client
 
 from nodemanager.kube.informer import Kind
 from nodemanager.kube.nodes import GROUP, VERSION
 
 
-def _custom(plural: str):
-    def lister(api):
+def _custom(plural: str) -> Callable[[client.ApiClient], Callable[..., Any]]:
+    def lister(api: client.ApiClient) -> Callable[..., Any]:
         custom = client.CustomObjectsApi(api)
 
-        def list_objects(namespace, **kwargs):
+        def list_objects(namespace: str, **kwargs: Any) -> Any:
             return custom.list_namespaced_custom_object(GROUP, VERSION, namespace, plural, **kwargs)
 
         return list_objects

@@ -288,11 +288,13 @@ class _Builder:
 
     def build(self, node_name: str) -> list[dict[str, Any]]:
         handlers = []
-        for r in self.desired.of_kind("execution"):
-            if r.spec.subscribe_files:
+        for r in self.desired.resources:
+            if isinstance(r.spec, Execution) and r.spec.subscribe_files:
                 handlers.append(self.execution(r, r.spec, handler=True))
-        for r in self.desired.of_kind("service"):
+        for r in self.desired.resources:
             s = r.spec
+            if not isinstance(s, Service):
+                continue
             if (
                 s.ensure != "stopped"
                 and (s.subscribe_files or s.arguments is not None)
@@ -308,14 +310,15 @@ class _Builder:
 
         tasks: list[dict[str, Any]] = []
         for r in self.desired.resources:
-            if r.kind == "package":
-                tasks.append(self.package(r, r.spec))
-            elif r.kind == "file":
-                tasks.extend(self.file(r, r.spec))
-            elif r.kind == "service":
-                tasks.extend(self.service(r, r.spec))
-            elif r.kind == "execution" and not r.spec.subscribe_files:
-                tasks.append(self.execution(r, r.spec, handler=False))
+            spec = r.spec
+            if isinstance(spec, Package):
+                tasks.append(self.package(r, spec))
+            elif isinstance(spec, File):
+                tasks.extend(self.file(r, spec))
+            elif isinstance(spec, Service):
+                tasks.extend(self.service(r, spec))
+            elif isinstance(spec, Execution) and not spec.subscribe_files:
+                tasks.append(self.execution(r, spec, handler=False))
 
         play: dict[str, Any] = {
             "name": Unsafe(f"nodemanager: {node_name}"),

@@ -50,11 +50,13 @@ def skeletons(kind: str) -> dict[str, Any]:
     """The skeletons of one resource kind (packages, files, services, executions), loaded once."""
     path = TEMPLATES_DIR / f"{kind}.yaml"
     try:
-        return yaml.safe_load(path.read_text())
+        table: dict[str, Any] = yaml.safe_load(path.read_text())
+        return table
     except OSError as e:
         raise FileNotFoundError(f"playbook skeletons missing: {path} ({e.strerror})") from e
 
 
 def for_family(kind: str, fam: str) -> dict[str, Any]:
     table = skeletons(kind)
-    return table.get(fam) or table["default"]
+    chosen: dict[str, Any] = table.get(fam) or table["default"]
+    return chosen
