@@ -231,7 +231,7 @@ def run(
 @click.option("--hash", "sha", help="sha256 (or a unique prefix) of the version to restore.")
 @click.option("--list", "list_", is_flag=True, help="List the saved versions instead.")
 @click.option("--state-dir", default="/var/lib/nodemanager", show_default=True)
-def restore(path, sha, list_, state_dir) -> None:
+def restore(path: str, sha: str | None, list_: bool, state_dir: str) -> None:
     """Put back a version of PATH that the agent saved before replacing or removing it
     (the newest by default). What PATH holds now is saved first."""
     from nodemanager.host.backups import BackupError, BackupStore
