@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import logging
 import os
@@ -65,8 +66,8 @@ _files_option = click.option(
     "files",
     multiple=True,
     required=True,
-    type=click.Path(exists=True),
-    help="ConfigSet file or directory (repeatable).",
+    type=click.Path(exists=True, allow_dash=True),
+    help="ConfigSet file or directory (repeatable); - reads standard input.",
 )
 _labels_option = click.option("--node-labels", help="Extra node labels, k=v,k2=v2.")
 _os_option = click.option(
@@ -78,12 +79,21 @@ _os_option = click.option(
 _hostname_option = click.option("--hostname", help="Node name (default: this host's name).")
 
 
+def _timestamp(record: logging.LogRecord) -> str:
+    """RFC 3339 with the zone, so lines from hosts in different zones sort and compare."""
+    return (
+        datetime.datetime.fromtimestamp(record.created)
+        .astimezone()
+        .isoformat(timespec="milliseconds")
+    )
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: what log collectors on hosts ingest best."""
 
     def format(self, record: logging.LogRecord) -> str:
         entry = {
-            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "time": _timestamp(record),
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),
@@ -91,6 +101,58 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             entry["error"] = self.formatException(record.exc_info)
         return json.dumps(entry)
+
+
+class TextFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        line = f"{_timestamp(record)} {record.levelname} {record.name}: {record.getMessage()}"
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING,
+              "warning": logging.WARNING, "error": logging.ERROR}  # fmt: skip
+
+
+def setup_logging(log_format: str, log_level: str) -> None:
+    """Install the one handler. urllib3 logs a WARNING per retried request while the API server
+    is away (most of the lines of an outage); the client's own error says the same once, so
+    urllib3 speaks only at debug level."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter())
+    level = LOG_LEVELS[log_level.lower()]
+    logging.basicConfig(level=level, handlers=[handler], force=True)
+    logging.getLogger("urllib3").setLevel(
+        logging.DEBUG if level <= logging.DEBUG else logging.ERROR
+    )
+
+
+def default_kubeconfig() -> str:
+    """kubectl's rule: the first file named in $KUBECONFIG (a path list), else ~/.kube/config."""
+    for entry in os.environ.get("KUBECONFIG", "").split(os.pathsep):
+        if entry:
+            return entry
+    return os.path.expanduser("~/.kube/config")
+
+
+def _kubeconfig_option(help_text: str):
+    return click.option(
+        "--kubeconfig",
+        default=default_kubeconfig,
+        show_default="$KUBECONFIG, else ~/.kube/config",
+        help=help_text,
+    )
+
+
+def _namespace_option():
+    return click.option(
+        "-n",
+        "--namespace",
+        default="nodemanager",
+        show_default=True,
+        help="Namespace of ConfigSets, ManagedNodes and the node's account.",
+    )
 
 
 def _duration(text: str) -> float:
@@ -102,25 +164,17 @@ def _duration(text: str) -> float:
 
 def _run_options(f: F) -> F:
     options = [
-        click.option(
-            "--kubeconfig",
-            default=os.path.expanduser("~/.kube/config"),
-            show_default=True,
-            help="Kubeconfig file; in a pod without it, the in-cluster service account.",
-        ),
-        click.option(
-            "--namespace",
-            default="nodemanager",
-            show_default=True,
-            help="Namespace of ConfigSets and ManagedNodes.",
-        ),
+        _kubeconfig_option("Kubeconfig file; in a pod without it, the in-cluster service account."),
+        _namespace_option(),
         click.option(
             "--leader-elect",
+            is_flag=False,
+            flag_value=True,  # a bare --leader-elect, as upstream's manifests pass it
             default=False,
             type=bool,
             show_default=True,
-            help="Accepted for compatibility: each agent manages only its own host, "
-            "so there is no leader to elect.",
+            help="Accepted for compatibility (bare, or =true/false): each agent manages only "
+            "its own host, so there is no leader to elect.",
         ),
         click.option(
             "--metrics-bind-address",
@@ -157,6 +211,12 @@ def _run_options(f: F) -> F:
         click.option(
             "--log-format", type=click.Choice(["json", "text"]), default="json", show_default=True
         ),
+        click.option(
+            "--log-level",
+            type=click.Choice(list(LOG_LEVELS), case_sensitive=False),
+            default="info",
+            show_default=True,
+        ),
     ]
     for option in reversed(options):
         f = option(f)
@@ -164,6 +224,9 @@ def _run_options(f: F) -> F:
 
 
 @click.group(invoke_without_command=True)
+@click.version_option(
+    __version__, "--version", prog_name="nodemanager", message="%(prog)s %(version)s"
+)
 @_run_options
 @click.pass_context
 def main(ctx: click.Context, /, **options: Any) -> None:
@@ -188,17 +251,12 @@ def run(
     drift_check_interval: str,
     backup_max_age: str,
     log_format: str,
+    log_level: str,
 ) -> None:
     """Run the agent: keep this host in the state its ConfigSets declare."""
     from nodemanager.agent.daemon import Daemon, Options
 
-    handler = logging.StreamHandler()
-    handler.setFormatter(
-        JsonFormatter()
-        if log_format == "json"
-        else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
-    )
-    logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
+    setup_logging(log_format, log_level)
     from nodemanager.bootstrap.credentials import TokenRenewer
     from nodemanager.host.labels import hostname as this_host
 
@@ -224,6 +282,33 @@ def run(
     except (PlaybookError, ValueError, OSError) as e:
         raise click.ClickException(str(e)) from e
     daemon.run()
+
+
+def _output_format_option(default: str = "yaml"):
+    return click.option(
+        "-o",
+        "--output",
+        "output_format",
+        type=click.Choice(["yaml", "json"]),
+        default=default,
+        show_default=True,
+        help="Output format.",
+    )
+
+
+def _emit(documents: list, output_format: str) -> None:
+    """Data on stdout as kubectl prints it: YAML documents, or JSON (a List for several)."""
+    import yaml
+
+    if output_format == "json":
+        body = (
+            documents[0]
+            if len(documents) == 1
+            else {"apiVersion": "v1", "kind": "List", "items": documents}
+        )
+        click.echo(json.dumps(body, indent=2))
+    else:
+        click.echo(yaml.safe_dump_all(documents, sort_keys=False), nl=False)
 
 
 @main.command()
@@ -256,9 +341,20 @@ def restore(path: str, sha: str | None, list_: bool, state_dir: str) -> None:
 
 
 @main.command()
-def version() -> None:
+@click.option(
+    "-o",
+    "--output",
+    "output_format",
+    type=click.Choice(["text", "yaml", "json"]),
+    default="text",
+    show_default=True,
+)
+def version(output_format) -> None:
     """Print the version."""
-    click.echo(f"nodemanager {__version__}")
+    if output_format == "text":
+        click.echo(f"nodemanager {__version__}")
+    else:
+        _emit([{"nodemanagerVersion": __version__}], output_format)
 
 
 @main.command()
@@ -274,6 +370,14 @@ def version() -> None:
 @click.option(
     "-o",
     "--output",
+    "output_format",
+    default="yaml",
+    show_default=True,
+    help="yaml (any other value is taken as a file name, as before: use --out).",
+)
+@click.option(
+    "--out",
+    "output",
     type=click.Path(dir_okay=False),
     help="Write the playbook here (atomically) instead of stdout.",
 )
@@ -283,9 +387,17 @@ def render(
     os_id: str | None,
     hostname: str | None,
     show_secrets: bool,
+    output_format: str,
     output: str | None,
 ) -> None:
     """Print the Ansible playbook that `apply` would run; it runs as is with ansible-playbook."""
+    if output_format == "json":
+        # JSON cannot carry Ansible's !unsafe tag: ansible-playbook would evaluate the templates
+        # in file contents. The playbook is YAML only.
+        raise click.BadParameter("the playbook is printed as YAML only", param_hint="-o")
+    if output_format != "yaml":
+        click.echo(f"note: -o {output_format} is taken as --out {output_format}", err=True)
+        output = output or output_format
     local = _local_plan(files, node_labels, os_id, hostname, show_secrets)
     text = to_yaml(local.plan.playbook)
     if output:
@@ -372,14 +484,13 @@ def _default_node_kubeconfig() -> str:
 
 @main.command()
 @click.option("--hostname", required=True, help="Target node name.")
-@click.option("--namespace", default="nodemanager", show_default=True)
-def rbac(hostname: str, namespace: str) -> None:
+@_namespace_option()
+@_output_format_option()
+def rbac(hostname: str, namespace: str, output_format: str) -> None:
     """Print the RBAC objects and admission policy one node needs (apply them yourself)."""
-    import yaml
-
     from nodemanager.bootstrap.rbac import manifests
 
-    click.echo(yaml.safe_dump_all(manifests(hostname, namespace), sort_keys=False), nl=False)
+    _emit(list(manifests(hostname, namespace)), output_format)
 
 
 def _kube_errors(f: F) -> F:
@@ -401,13 +512,8 @@ def _kube_errors(f: F) -> F:
 
 @main.command()
 @click.option("--hostname", required=True, help="Target node name.")
-@click.option(
-    "--kubeconfig",
-    default=os.path.expanduser("~/.kube/config"),
-    show_default=True,
-    help="Admin kubeconfig.",
-)
-@click.option("--namespace", default="nodemanager", show_default=True)
+@_kubeconfig_option("Admin kubeconfig.")
+@_namespace_option()
 @click.option(
     "--ttl", default="1h", show_default=True, help="Lifetime of the temporary credential."
 )
@@ -442,7 +548,7 @@ def token(hostname: str, kubeconfig: str, namespace: str, ttl: str, out: str | N
     show_default="/etc/nodemanager/kubeconfig; FreeBSD /usr/local/etc/nodemanager/kubeconfig",
     help="Where to write the permanent kubeconfig.",
 )
-@click.option("--namespace", default="nodemanager", show_default=True)
+@_namespace_option()
 @click.option(
     "--hostname", help="Node name (default: this host's name; must match the one used in `token`)."
 )

@@ -5,6 +5,7 @@ source. Each document is parsed on its own, so one bad document is reported and 
 from __future__ import annotations
 
 import base64
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,11 @@ def _secret_data(doc: dict[str, Any]) -> dict[str, str]:
     return data
 
 
+def _text(path: Path) -> str:
+    """A file's text; ``-`` is standard input, as with kubectl."""
+    return sys.stdin.read() if str(path) == "-" else path.read_text()
+
+
 def _files(paths: Iterable[str]) -> Iterator[Path]:
     for p in map(Path, paths):
         if p.is_dir():
@@ -54,7 +60,7 @@ def load(paths: Iterable[str]) -> Loaded:
     out = Loaded()
     for path in _files(paths):
         try:
-            docs = list(yaml.safe_load_all(path.read_text()))
+            docs = list(yaml.safe_load_all(_text(path)))
         except (OSError, yaml.YAMLError) as e:
             out.errors.append(f"{path}: {e}")
             continue

@@ -16,12 +16,25 @@ from typing import Any
 
 from nodemanager.executor.errors import MissingModules
 from nodemanager.playbook.build import module_of
+from nodemanager.resources import data_path
 
-COLLECTIONS_PATH = Path(
-    os.environ.get(
-        "NODEMANAGER_COLLECTIONS_PATH", Path(__file__).resolve().parents[2] / "collections"
-    )
-)
+# NODEMANAGER_COLLECTIONS_PATH (colon-separated) replaces the search path. Otherwise the
+# project's own collections come first, then Ansible's default places, where a pip-installed
+# nodemanager's users put community.general (`ansible-galaxy collection install`).
+COLLECTIONS_PATHS = [
+    Path(p)
+    for p in (
+        os.environ.get("NODEMANAGER_COLLECTIONS_PATH")
+        or os.pathsep.join(
+            [
+                str(data_path("collections")),
+                str(Path.home() / ".ansible" / "collections"),
+                "/usr/share/ansible/collections",
+            ]
+        )
+    ).split(os.pathsep)
+]
+COLLECTIONS_PATH = COLLECTIONS_PATHS[0]
 
 
 def private_dir(parent: str | None = None) -> Path:
@@ -35,7 +48,7 @@ def envvars(private: Path) -> dict[str, str]:
     return {
         # ansible-runner finds ansible-playbook on PATH: use the one installed beside nodemanager.
         "PATH": os.pathsep.join([ansible_bin_dir(), os.environ.get("PATH", os.defpath)]),
-        "ANSIBLE_COLLECTIONS_PATH": str(COLLECTIONS_PATH),
+        "ANSIBLE_COLLECTIONS_PATH": os.pathsep.join(str(p) for p in COLLECTIONS_PATHS),
         "ANSIBLE_COLLECTIONS_SCAN_SYS_PATH": "False",
         "ANSIBLE_PIPELINING": "True",
         "ANSIBLE_GATHERING": "explicit",
@@ -74,15 +87,8 @@ def check_modules(modules: Iterable[str]) -> None:
         namespace, collection, name = module.split(".")
         if namespace == "ansible" and collection == "builtin":
             continue
-        base = (
-            COLLECTIONS_PATH
-            / "ansible_collections"
-            / namespace
-            / collection
-            / "plugins"
-            / "modules"
-        )
-        if not (base / f"{name}.py").exists():
+        relative = Path("ansible_collections", namespace, collection, "plugins", "modules")
+        if not any((p / relative / f"{name}.py").exists() for p in COLLECTIONS_PATHS):
             missing.append(module)
     if missing:
-        raise MissingModules(missing, str(COLLECTIONS_PATH))
+        raise MissingModules(missing, os.pathsep.join(str(p) for p in COLLECTIONS_PATHS))

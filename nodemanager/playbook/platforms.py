@@ -11,11 +11,10 @@ from typing import Any
 import yaml
 
 from nodemanager.playbook.errors import UnsupportedPlatform
+from nodemanager.resources import data_path
 
 TEMPLATES_DIR = Path(
-    os.environ.get(
-        "NODEMANAGER_PLAYBOOK_TEMPLATES", Path(__file__).resolve().parents[2] / "playbook_templates"
-    )
+    os.environ.get("NODEMANAGER_PLAYBOOK_TEMPLATES") or data_path("playbook_templates")
 )
 
 FAMILIES = {

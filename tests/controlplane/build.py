@@ -4,12 +4,16 @@ No Debian package ships kube-apiserver, so it is built from source at a pinned r
 k8s.io/kubernetes module refers to its staging modules (k8s.io/api, k8s.io/apiserver, ...) as
 v0.0.0 with replace lines to local directories that a module download does not carry; a wrapper
 module pins each of them to the matching v0.x release instead. The binary lands under
-~/.cache/nodemanager/kube-apiserver-<version>/ and is reused by every later run.
+~/.cache/nodemanager/kube-apiserver-<version>-<recipe>/ and is reused by every later run: the
+directory is keyed by a digest of the link flags too, so a change to the recipe (such as the
+version stamp `kubectl version` reads) rebuilds once, and a lock makes concurrent callers wait
+for that one build instead of starting their own.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -25,8 +29,28 @@ CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "nodema
 ETCD = shutil.which("etcd") or "/usr/bin/etcd"
 
 
+def ldflags(version: str = KUBERNETES_VERSION) -> str:
+    """Strip symbols, and stamp the release the way Kubernetes' own build does
+    (hack/lib/version.sh): without it the server reports v0.0.0-master and `kubectl version`
+    exits non-zero."""
+    major, minor = version.removeprefix("v").split(".")[:2]
+    stamp = {
+        "gitVersion": version,
+        "gitMajor": major,
+        "gitMinor": minor,
+        "gitTreeState": "clean",
+        "gitCommit": "",
+        "buildDate": "1970-01-01T00:00:00Z",
+    }
+    flags = ["-s", "-w"]
+    for package in ("k8s.io/client-go/pkg/version", "k8s.io/component-base/version"):
+        flags += [f"-X {package}.{key}={value}" for key, value in stamp.items()]
+    return " ".join(flags)
+
+
 def apiserver_path(version: str = KUBERNETES_VERSION) -> Path:
-    return CACHE / f"kube-apiserver-{version}" / "kube-apiserver"
+    recipe = hashlib.sha256(ldflags(version).encode()).hexdigest()[:8]
+    return CACHE / f"kube-apiserver-{version}-{recipe}" / "kube-apiserver"
 
 
 def staging_version(version: str) -> str:
@@ -88,13 +112,12 @@ def _build(version: str, target: Path) -> Path:
             "func main() {}\n"
         )
         _go("mod", "tidy", cwd=work, env=env)
-        target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_suffix(".partial")
         _go(
             "build",
             "-trimpath",
             "-ldflags",
-            "-s -w",
+            ldflags(version),
             "-o",
             str(partial),
             "k8s.io/kubernetes/cmd/kube-apiserver",

@@ -1,0 +1,95 @@
+"""kubectl's conventions on the command line: $KUBECONFIG, -n, -f - (stdin), -o yaml|json,
+--version; upstream's flags: a bare --leader-elect, --log-level. Parsed by the real CLI."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import click
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from nodemanager import __version__
+from nodemanager.cli import JsonFormatter, main, setup_logging
+
+DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo.yaml"
+
+
+def invoke(*args: str, **kw):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False, **kw)
+
+
+def test_version_flag_and_command():
+    assert invoke("--version").output.strip() == f"nodemanager {__version__}"
+    assert json.loads(invoke("version", "-o", "json").output) == {"nodemanagerVersion": __version__}
+
+
+def test_kubeconfig_comes_from_the_environment_like_kubectl(tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    result = CliRunner().invoke(
+        main,
+        ["token", "--hostname", "web-1"],
+        env={"KUBECONFIG": f"{first}:{second}"},
+    )
+    # The first file of the list is the one read (it does not exist: the error names it).
+    assert result.exit_code != 0 and str(first) in result.output, result.output
+
+
+def test_rbac_takes_short_namespace_and_prints_json_or_yaml():
+    as_json = json.loads(invoke("rbac", "--hostname", "web-1", "-n", "edge", "-o", "json").output)
+    assert as_json["kind"] == "List"
+    assert {i["metadata"].get("namespace") for i in as_json["items"]} >= {"edge"}
+    as_yaml = list(yaml.safe_load_all(invoke("rbac", "--hostname", "web-1", "-n", "edge").output))
+    assert as_yaml == as_json["items"]
+
+
+def test_render_reads_standard_input():
+    from_file = invoke("render", "-f", str(DEMO))
+    from_stdin = invoke("render", "-f", "-", input=DEMO.read_text())
+    assert from_stdin.exit_code == 0 and from_stdin.output == from_file.output
+
+
+def test_render_keeps_old_dash_o_file_and_refuses_json(tmp_path):
+    out = tmp_path / "site.yml"
+    result = invoke("render", "-f", str(DEMO), "-o", str(out))
+    assert result.exit_code == 0 and out.read_text() == invoke("render", "-f", str(DEMO)).output
+    refused = CliRunner().invoke(main, ["render", "-f", str(DEMO), "-o", "json"])
+    assert refused.exit_code == 2 and "YAML only" in refused.output
+
+
+@pytest.mark.parametrize(
+    "argv, leader",
+    [
+        (["--leader-elect"], True),  # bare, as upstream's manifests pass it
+        (["--leader-elect", "--log-level", "debug"], True),
+        (["--leader-elect=false"], False),
+        ([], False),
+    ],
+)
+def test_leader_elect_may_be_bare(argv, leader):
+    ctx = main.commands["run"].make_context("run", list(argv))
+    assert ctx.params["leader_elect"] is leader
+
+
+def test_log_level_and_unknown_level():
+    ctx = main.commands["run"].make_context("run", ["--log-level", "WARN"])
+    assert ctx.params["log_level"] == "warn"
+    with pytest.raises(click.BadParameter, match="loud"):
+        main.commands["run"].make_context("run", ["--log-level", "loud"])
+
+
+def test_logging_puts_the_zone_in_timestamps_and_quiets_urllib3():
+    try:
+        setup_logging("json", "info")
+        assert logging.getLogger("urllib3").getEffectiveLevel() == logging.ERROR
+        record = logging.LogRecord("x", logging.INFO, __file__, 1, "hello", None, None)
+        stamp = json.loads(JsonFormatter().format(record))["time"]
+        assert stamp[-6] in "+-" and stamp[-3] == ":", stamp  # ...T12:00:00.000+00:00
+        setup_logging("text", "debug")
+        assert logging.getLogger("urllib3").getEffectiveLevel() == logging.DEBUG
+    finally:
+        logging.getLogger("urllib3").setLevel(logging.NOTSET)
+        logging.basicConfig(level=logging.WARNING, handlers=[logging.NullHandler()], force=True)
