@@ -96,7 +96,7 @@ class Daemon:
         self.reconciler = Reconciler(
             name=self.name,
             managed_labels=self.managed_labels,
-            family=platforms.family(release.id, release.id_like),
+            family=platforms.family_or_unsupported(release.id, release.id_like),
             store=self.store,
             metrics=self.metrics,
             agent_version=__version__,
@@ -251,7 +251,8 @@ class Daemon:
                         annotations,
                     )
                 except Exception as e:  # one target failing does not stop the others
-                    message = f"{cs.name}: spec.notifies[{i}] {target.kind}/{target.name}: {e}"
+                    target_name = target.name or "*"  # no name: every object of the kind
+                    message = f"{cs.name}: spec.notifies[{i}] {target.kind}/{target_name}: {e}"
                     log.warning("notify failed: %s", message)
                     self.node_client.event("NotifyFailed", message, warning=True, uid=uid)
 

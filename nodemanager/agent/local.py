@@ -38,7 +38,9 @@ def identify(
     name = hostname or host_labels.hostname()
     system = "freebsd" if release.id == "freebsd" else osinfo.kube_os()
     node_labels = host_labels.node_labels(name, release, osinfo.kube_arch(), system, custom or {})
-    return NodeIdentity(name, node_labels, platforms.family(release.id, release.id_like))
+    return NodeIdentity(
+        name, node_labels, platforms.family_or_unsupported(release.id, release.id_like)
+    )
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,18 @@ def _text(path: Path) -> str:
     return sys.stdin.read() if str(path) == "-" else path.read_text()
 
 
+def _meant_as_configset(doc: Any, kind: Any) -> bool:
+    """A document to parse as a ConfigSet: one without kind, one of kind ConfigSet in any case
+    (``Configset`` is a mistake to report, not another kind to skip), or any kind in our API
+    group."""
+    api_version = doc.get("apiVersion") if isinstance(doc, dict) else None
+    return (
+        kind is None
+        or str(kind).lower() == "configset"
+        or str(api_version or "").startswith("common.nodemanager/")
+    )
+
+
 def _files(paths: Iterable[str]) -> Iterator[Path]:
     for p in map(Path, paths):
         if p.is_dir():
@@ -75,10 +87,11 @@ def load(paths: Iterable[str]) -> Loaded:
             if kind == "ConfigMap":
                 out.configmaps[name] = {k: str(v) for k, v in (doc.get("data") or {}).items()}
                 continue
-            if kind not in (None, "ConfigSet"):
+            if not _meant_as_configset(doc, kind):
                 continue  # other kinds (Namespaces, RBAC) may share the file
             try:
-                out.configsets.append(ConfigSet.from_dict(doc))
+                # Strict, as kubectl: unknown fields, wrong apiVersion or kind are errors.
+                out.configsets.append(ConfigSet.from_dict(doc, strict=True))
             except InvalidObject as e:
                 out.errors.append(f"{path} (document {index + 1}): {e}")
     return out

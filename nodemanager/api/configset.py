@@ -27,6 +27,14 @@ SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 MODE = re.compile(r"^0?[0-7]{3,4}$")
 # Names handed to package managers and service managers: no whitespace, no option-looking words.
 SIMPLE_NAME = re.compile(r"^[A-Za-z0-9_.+@:][A-Za-z0-9_.+@:/-]*$")
+# Upstream's templates are gomplate (Go templates): `(ds "data")`, `{{ range }}`, `{{ end }}`,
+# `{{ .Name }}`, `{{ $x := }}`. None of these is valid Jinja2, so a match is never a false alarm
+# on a working template; it turns a confusing Jinja syntax error into a pointer to the guide.
+GOMPLATE = re.compile(
+    r"\(\s*(?:ds|datasource)\s+\""
+    r"|\{\{-?\s*(?:(?:range|end|if|else|with|define|block)\b|\.[A-Za-z]|\$[A-Za-z_]*\s*:?=)"
+)
+MIGRATION_GUIDE = "docs/migrating-templates.md"
 
 
 @dataclass(frozen=True)
@@ -68,7 +76,7 @@ class File:
 class Service:
     name: str
     ensure: str | None = None
-    enable: bool | None = None
+    enable: bool | None = False  # as upstream: omitted means disabled at boot
     subscribe_files: tuple[str, ...] = ()
     arguments: str | None = None
     user: str | None = None
@@ -90,7 +98,7 @@ class Execution:
 class Notify:
     api_version: str
     kind: str
-    name: str
+    name: str | None = None  # None: every object of the kind in the namespace, as upstream
     namespace: str | None = None
 
 
@@ -123,13 +131,26 @@ class ConfigSet:
     notifies: tuple[Notify, ...] = field(default=())
 
     @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> ConfigSet:
-        """Parse one ConfigSet object; raise InvalidObject naming every bad field."""
+    def from_dict(cls, raw: Mapping[str, Any], *, strict: bool = False) -> ConfigSet:
+        """Parse one ConfigSet object; raise InvalidObject naming every bad field.
+
+        ``strict`` (local files) also refuses what kubectl refuses before the API server would
+        prune or reject it: an unknown field, a missing or wrong apiVersion or kind. Objects
+        read from the API server are parsed leniently: it has already validated them, and a
+        newer CRD may carry fields this agent does not know yet."""
         errors: list[FieldError] = []
         root = Reader(raw, "", errors)
+        root.allow("apiVersion", "status")
         meta = root.child("metadata")
+        meta.allow_any()
+        if strict:
+            api_version = root.string("apiVersion", required=True)
+            if api_version and api_version != API_VERSION:
+                errors.append(
+                    FieldError("apiVersion", f"must be {API_VERSION}, not {api_version!r}")
+                )
         name = meta.string("name", required=True) or ""
-        kind = root.string("kind")
+        kind = root.string("kind", required=strict)
         if kind not in (None, KIND):
             errors.append(FieldError("kind", f"must be {KIND}, not {kind!r}"))
         spec = root.child("spec")
@@ -147,6 +168,8 @@ class ConfigSet:
             executions=tuple(_execution(r) for r in spec.items("executions")),
             notifies=tuple(_notify(r) for r in spec.items("notifies")),
         )
+        if strict:
+            errors.extend(FieldError(path, "unknown field") for path in root.unknown_fields())
         if errors:
             raise InvalidObject(KIND, name, errors)
         return configset
@@ -170,9 +193,18 @@ def _package(r: Reader) -> Package:
 
 
 def _refs(r: Reader, name: str) -> tuple[Ref, ...]:
-    return tuple(
-        Ref(name=i.string("name", required=True) or "", key=i.string("key")) for i in r.items(name)
-    )
+    """Upstream's form is a list of names (``secretRefs: [db]``); ``{name, key}`` picks one key.
+    Both mean the same object, so both forms may be mixed in one list."""
+    refs = []
+    for i, item in enumerate(r.raw_list(name)):
+        if isinstance(item, str):
+            if not item.strip():
+                r.error(f"{name}[{i}]", "must not be empty")
+            refs.append(Ref(name=item))
+        else:
+            ref = r.sub(item, f"{r.field(name)}[{i}]")
+            refs.append(Ref(name=ref.string("name", required=True) or "", key=ref.string("key")))
+    return tuple(refs)
 
 
 def _file(r: Reader) -> File:
@@ -192,6 +224,12 @@ def _file(r: Reader) -> File:
     )
     if f.content is not None and f.template is not None:
         r.error("template", "content and template are mutually exclusive")
+    if f.template is not None and GOMPLATE.search(f.template):
+        r.error(
+            "template",
+            "looks like a gomplate template (upstream nodemanager's syntax); nodemanager renders "
+            f"Jinja2: see {MIGRATION_GUIDE} for the translation",
+        )
     if f.ensure == "symlink" and not f.target:
         r.error("target", "required when ensure is symlink")
     if f.ensure != "file" and (f.content is not None or f.template is not None):
@@ -215,7 +253,8 @@ def _service(r: Reader) -> Service:
     return Service(
         name=r.string("name", required=True, pattern=SIMPLE_NAME) or "",
         ensure=r.choice("ensure", SERVICE_ENSURE, default=None),
-        enable=r.boolean("enable", default=None),
+        # Upstream's rule: "whether the service should be enabled at boot"; omitted is false.
+        enable=r.boolean("enable", default=False),
         subscribe_files=r.paths("subscribe_files"),
         arguments=r.string("arguments", strip=False),
         user=r.string("user", pattern=SIMPLE_NAME),
@@ -235,7 +274,7 @@ def _notify(r: Reader) -> Notify:
     return Notify(
         api_version=r.string("apiVersion", required=True) or "",
         kind=r.string("kind", required=True) or "",
-        name=r.string("name", required=True) or "",
+        name=r.string("name") or None,
         namespace=r.string("namespace"),
     )
 

@@ -16,9 +16,18 @@ _MISSING = object()
 
 
 class Reader:
-    def __init__(self, raw: Any, path: str, errors: list[FieldError]):
+    """Typed access to one raw object. It remembers which fields were read, so a strict parse
+    can name every field nobody read (``spec.files[0].mdoe``) as unknown, as kubectl does."""
+
+    def __init__(
+        self, raw: Any, path: str, errors: list[FieldError], _family: list[Reader] | None = None
+    ):
         self._errors = errors
         self._path = path
+        self._seen: set[str] = set()
+        self._open = False  # every field allowed (metadata: the API server owns its fields)
+        self._family: list[Reader] = [] if _family is None else _family
+        self._family.append(self)
         if raw is None:
             raw = {}
         if not isinstance(raw, Mapping):
@@ -34,21 +43,64 @@ class Reader:
     def error(self, name: str | None, message: str) -> None:
         self._errors.append(FieldError(self._field(name), message))
 
+    @property
+    def errors(self) -> list[FieldError]:
+        return self._errors
+
+    def field(self, name: str | None) -> str:
+        """The full path of a field of this object (``spec.files[2].mode``)."""
+        return self._field(name)
+
+    def raw_list(self, name: str) -> list[Any]:
+        """A list field's items as they are, for fields of more than one shape."""
+        value = self._get(name)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.error(name, "must be a list")
+            return []
+        return value
+
     def has(self, name: str) -> bool:
-        return self._raw.get(name) is not None
+        return self._get(name) is not None
 
     def child(self, name: str) -> Reader:
-        return Reader(self._raw.get(name), self._field(name), self._errors)
+        return Reader(self._get(name), self._field(name), self._errors, self._family)
+
+    def sub(self, raw: Any, path: str) -> Reader:
+        """A reader of a nested value read some other way (an item of a mixed-shape list)."""
+        return Reader(raw, path, self._errors, self._family)
+
+    def _get(self, name: str, default: Any = None) -> Any:
+        self._seen.add(name)
+        return self._raw.get(name, default)
+
+    def allow(self, *names: str) -> None:
+        """Fields that are valid here though this parser does not read them."""
+        self._seen.update(names)
+
+    def allow_any(self) -> None:
+        self._open = True
+
+    def unknown_fields(self) -> list[str]:
+        """Every field of this object and the objects read through it that nobody read."""
+        return [
+            r._field(key)
+            for r in self._family
+            if not r._open
+            for key in r._raw
+            if key not in r._seen
+        ]
 
     def items(self, name: str) -> Iterator[Reader]:
-        value = self._raw.get(name)
+        value = self._get(name)
         if value is None:
             return
         if not isinstance(value, list):
             self.error(name, "must be a list")
             return
         for i, item in enumerate(value):
-            yield Reader(item, f"{self._field(name)}[{i}]", self._errors)
+            yield Reader(item, f"{self._field(name)}[{i}]", self._errors, self._family)
 
     def string(
         self,
@@ -61,7 +113,7 @@ class Reader:
         numbers: bool = True,
     ) -> str | None:
         """A string field; ``numbers`` accepts YAML's unquoted numbers (``version: 1.2``)."""
-        value = self._raw.get(name, _MISSING)
+        value = self._get(name, _MISSING)
         if value is _MISSING or value is None:
             if required:
                 self.error(name, "required")
@@ -83,7 +135,7 @@ class Reader:
         return value
 
     def strings(self, name: str) -> tuple[str, ...]:
-        value = self._raw.get(name)
+        value = self._get(name)
         if value is None:
             return ()
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -92,7 +144,7 @@ class Reader:
         return tuple(value)
 
     def string_map(self, name: str) -> dict[str, str]:
-        value = self._raw.get(name)
+        value = self._get(name)
         if value is None:
             return {}
         if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
@@ -101,7 +153,7 @@ class Reader:
         return dict(value)
 
     def integer(self, name: str) -> int | None:
-        value = self._raw.get(name)
+        value = self._get(name)
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, int):
@@ -114,7 +166,7 @@ class Reader:
     @overload
     def boolean(self, name: str, *, default: None) -> bool | None: ...
     def boolean(self, name: str, *, default: bool | None) -> bool | None:
-        value = self._raw.get(name)
+        value = self._get(name)
         if value is None:
             return default
         if not isinstance(value, bool):
@@ -125,7 +177,7 @@ class Reader:
     def choice(
         self, name: str, allowed: tuple[str, ...], *, default: str | None, required: bool = False
     ) -> str | None:
-        value = self._raw.get(name)
+        value = self._get(name)
         if value is None:
             if required:
                 self.error(name, "required")

@@ -75,28 +75,15 @@ def _file(params: dict[str, Any]) -> bool:
     return False
 
 
-def _ancestors(path: str, root: str) -> Iterator[str]:
-    while path not in ("/", root):
-        path = os.path.dirname(path)
-        yield path
-
-
 def _purge(params: dict[str, Any]) -> bool:
-    """Nothing undeclared below the directory (the same walk as nodemanager.core.purge)."""
+    """No undeclared non-directory entry directly in the directory (nodemanager.core.purge's
+    rule, upstream's: subdirectories are never purged)."""
     root = os.path.normpath(str(params["path"]))
     keep = {os.path.normpath(str(p)) for p in params.get("keep") or []}
-    parents = {a for k in keep for a in _ancestors(k, root)}
-    for dirpath, dirs, files in os.walk(root):
-        for name in files + dirs:
-            full = os.path.join(dirpath, name)
-            if full not in keep and full not in parents:
-                return False
-        dirs[:] = [
-            d
-            for d in dirs
-            if os.path.join(dirpath, d) in parents and os.path.join(dirpath, d) not in keep
-        ]
-    return True
+    if not os.path.isdir(root):
+        return True  # the module, too, reports no change for a missing directory
+    with os.scandir(root) as entries:
+        return all(e.is_dir(follow_symlinks=False) or e.path in keep for e in entries)
 
 
 def _systemd_service(params: dict[str, Any]) -> bool:

@@ -40,12 +40,13 @@ class Notifier:
         self,
         api_version: str,
         kind: str,
-        name: str,
+        name: str | None,
         namespace: str | None,
         annotations: Mapping[str, str],
     ) -> None:
-        """Merge ``annotations`` into the target's metadata; raises KubeError, or LookupError for
-        a kind the server does not serve."""
+        """Merge ``annotations`` into the target's metadata; without ``name``, into every object
+        of that kind in the namespace (upstream's rule; the account then needs `list` too).
+        Raises KubeError, or LookupError for a kind the server does not serve."""
         try:
             resource = self._client().resources.get(api_version=api_version, kind=kind)
         except (
@@ -53,13 +54,20 @@ class Notifier:
             dynamic.exceptions.ResourceNotUniqueError,
         ) as e:
             raise LookupError(f"{api_version} {kind} is not served by the API server") from e
+        where = namespace if resource.namespaced else None
         try:
-            resource.patch(
-                body={"metadata": {"annotations": dict(annotations)}},
-                name=name,
-                namespace=namespace if resource.namespaced else None,
-                content_type="application/merge-patch+json",
-                field_manager=FIELD_MANAGER,
+            names = (
+                [name]
+                if name
+                else [item.metadata.name for item in resource.get(namespace=where).items]
             )
+            for each in names:
+                resource.patch(
+                    body={"metadata": {"annotations": dict(annotations)}},
+                    name=each,
+                    namespace=where,
+                    content_type="application/merge-patch+json",
+                    field_manager=FIELD_MANAGER,
+                )
         except ApiException as e:  # the dynamic client's errors are ApiExceptions too
             raise translate(e) from e

@@ -183,7 +183,11 @@ class _Builder:
 
     # -- resources -----------------------------------------------------------------------
 
-    def package(self, r: Resource, p: Package) -> dict[str, Any]:
+    def package(self, r: Resource, p: Package) -> dict[str, Any] | None:
+        refused = platforms.unsupported(self.family)
+        if refused:
+            self.errors[r.id] = f"spec.packages: {refused}"
+            return None
         sk = platforms.for_family("packages", self.family)
         name = sk["version"].format(name=p.name, version=p.version) if p.version else p.name
         return self.task(r, fill(sk["task"], {"name": name, "state": sk["states"][p.ensure]}))
@@ -221,6 +225,10 @@ class _Builder:
         return tasks
 
     def service(self, r: Resource, s: Service) -> list[dict[str, Any]]:
+        refused = platforms.unsupported(self.family)
+        if refused:
+            self.errors[r.id] = f"spec.services: {refused}"
+            return []
         sk = platforms.for_family("services", self.family)
         tasks = []
         if s.arguments is not None:
@@ -297,6 +305,7 @@ class _Builder:
                 continue
             if (
                 s.ensure != "stopped"
+                and not platforms.unsupported(self.family)
                 and (s.subscribe_files or s.arguments is not None)
                 and (
                     s.arguments is None
@@ -312,7 +321,8 @@ class _Builder:
         for r in self.desired.resources:
             spec = r.spec
             if isinstance(spec, Package):
-                tasks.append(self.package(r, spec))
+                task = self.package(r, spec)
+                tasks.extend([task] if task else [])
             elif isinstance(spec, File):
                 tasks.extend(self.file(r, spec))
             elif isinstance(spec, Service):

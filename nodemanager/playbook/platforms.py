@@ -44,6 +44,26 @@ def family(os_id: str, id_like: Iterable[str] = ()) -> str:
     raise UnsupportedPlatform(os_id)
 
 
+UNSUPPORTED = "unsupported:"
+
+
+def family_or_unsupported(os_id: str, id_like: Iterable[str] = ()) -> str:
+    """Like ``family``, but an OS of no known family (openSUSE, ...) is ``unsupported:<ID>``:
+    files and executions need no package or service manager and still apply there; only
+    packages and services are refused (see ``unsupported``)."""
+    try:
+        return family(os_id, id_like)
+    except UnsupportedPlatform:
+        return UNSUPPORTED + os_id
+
+
+def unsupported(fam: str) -> str | None:
+    """Why packages and services cannot be managed on ``fam``, or None when they can."""
+    if not fam.startswith(UNSUPPORTED):
+        return None
+    return str(UnsupportedPlatform(fam.removeprefix(UNSUPPORTED)))
+
+
 @functools.cache
 def skeletons(kind: str) -> dict[str, Any]:
     """The skeletons of one resource kind (packages, files, services, executions), loaded once."""

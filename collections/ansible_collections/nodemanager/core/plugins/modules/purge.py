@@ -1,15 +1,17 @@
 #!/usr/bin/python
 # Apache-2.0
-"""Remove the entries of a directory that no ConfigSet declares."""
+"""Remove the plain files of a directory that no ConfigSet declares (upstream nodemanager's
+purge: the directory's own entries only; subdirectories and what they hold are never touched)."""
 
 from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: purge
-short_description: Remove undeclared entries below a directory
+short_description: Remove undeclared plain files directly in a directory
 description:
-  - Removes every entry below I(path) that is neither listed in I(keep) nor a parent directory
-    of a listed path. Used by nodemanager for C(files[].purge) on directories.
+  - Removes every entry directly in I(path) that is not a directory and not listed in I(keep)
+    (files, symlinks, sockets). Subdirectories and their contents are never removed, as in
+    upstream nodemanager. Used by nodemanager for C(files[].purge) on directories.
 options:
   path:
     description: The managed directory (absolute).
@@ -24,30 +26,18 @@ supports_check_mode: true
 """
 
 import os
-import shutil
 
 from ansible.module_utils.basic import AnsibleModule
 
 
 def undeclared(path, keep):
     keep = {os.path.normpath(p) for p in keep}
-    parents = set()
-    for p in keep:
-        while p not in ("/", path):
-            p = os.path.dirname(p)
-            parents.add(p)
-    doomed = []
-    for root, dirs, files in os.walk(path):
-        for name in sorted(dirs + files):
-            full = os.path.join(root, name)
-            if full in keep:
-                if name in dirs:
-                    dirs.remove(name)  # a declared directory is managed by its own declaration
-            elif full not in parents:
-                doomed.append(full)
-                if name in dirs:
-                    dirs.remove(name)
-    return doomed
+    with os.scandir(path) as entries:
+        return sorted(
+            entry.path
+            for entry in entries
+            if not entry.is_dir(follow_symlinks=False) and entry.path not in keep
+        )
 
 
 def main():
@@ -64,10 +54,7 @@ def main():
     doomed = undeclared(path, module.params["keep"])
     if not module.check_mode:
         for full in doomed:
-            if os.path.isdir(full) and not os.path.islink(full):
-                shutil.rmtree(full)
-            else:
-                os.unlink(full)
+            os.unlink(full)
     module.exit_json(
         changed=bool(doomed),
         removed=doomed,
