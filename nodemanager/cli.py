@@ -136,7 +136,7 @@ def default_kubeconfig() -> str:
     return os.path.expanduser("~/.kube/config")
 
 
-def _kubeconfig_option(help_text: str):
+def _kubeconfig_option(help_text: str) -> Callable[[F], F]:
     return click.option(
         "--kubeconfig",
         default=default_kubeconfig,
@@ -145,7 +145,7 @@ def _kubeconfig_option(help_text: str):
     )
 
 
-def _namespace_option():
+def _namespace_option() -> Callable[[F], F]:
     return click.option(
         "-n",
         "--namespace",
@@ -284,7 +284,7 @@ def run(
     daemon.run()
 
 
-def _output_format_option(default: str = "yaml"):
+def _output_format_option(default: str = "yaml") -> Callable[[F], F]:
     return click.option(
         "-o",
         "--output",
@@ -296,7 +296,7 @@ def _output_format_option(default: str = "yaml"):
     )
 
 
-def _emit(documents: list, output_format: str) -> None:
+def _emit(documents: list[Any], output_format: str) -> None:
     """Data on stdout as kubectl prints it: YAML documents, or JSON (a List for several)."""
     import yaml
 
@@ -349,7 +349,7 @@ def restore(path: str, sha: str | None, list_: bool, state_dir: str) -> None:
     default="text",
     show_default=True,
 )
-def version(output_format) -> None:
+def version(output_format: str) -> None:
     """Print the version."""
     if output_format == "text":
         click.echo(f"nodemanager {__version__}")

@@ -80,8 +80,9 @@ class Daemon:
         self.opts = opts
         self.stop = threading.Event()
         self.dirty = Dirty()
-        self.metrics = Metrics()
         self.name = opts.hostname or host_labels.hostname()
+        self.metrics = Metrics(node=self.name)
+        self._offline = False  # announced once when it starts and when it ends
         release = osinfo.read_os_release()
         system = osinfo.kube_os()
         self.managed_labels = host_labels.node_labels(
@@ -170,7 +171,18 @@ class Daemon:
         """The inputs from the live cache, or, before it synced, those last applied (offline)."""
         if not self._online():
             stored = self.reconciler.applied.snapshot
-            return stored if stored and not self.registered.is_set() else None
+            offline = stored if stored and not self.registered.is_set() else None
+            if offline is not None and not self._offline:
+                self._offline = True
+                log.warning(
+                    "offline: API server not reachable; enforcing the last applied state "
+                    "from %s until it returns",
+                    self.opts.state_dir,
+                )
+            return offline
+        if self._offline:
+            self._offline = False
+            log.info("online: API server reachable; applying the live ConfigSets")
         me = self.informers["self"].get(self.name) or {
             "metadata": {"name": self.name, "labels": self.managed_labels}
         }

@@ -1,56 +1,122 @@
-"""Prometheus metrics on the upstream names, plus the agent's own reconcile counters."""
+"""Prometheus metrics, label-compatible with upstream nodemanager, plus the agent's own.
+
+Upstream's series carry a ``node`` label and ``result="success"|"error"``; package and service
+counters carry ``operation``; upstream's alert rules and dashboards (deploy/monitoring/) query
+those labels, so they work unchanged. Reconciles are also counted under controller-runtime's
+names, which upstream's ``NodeManagerReconcileErrors`` alert reads. Process metrics come from
+prometheus_client's collectors; ``_created`` series are off (one series per counter, as Go).
+"""
 
 from __future__ import annotations
 
+import platform
+import time
 from collections.abc import Iterable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+import prometheus_client
+from prometheus_client import (
+    PLATFORM_COLLECTOR,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
 
 from nodemanager import __version__
+from nodemanager.desired.merge import DesiredState
 from nodemanager.executor.events import TaskResult
+
+prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
+del PLATFORM_COLLECTOR  # the default registry's; this registry gets its own below
+
+RESULT = {"ok": "success", "changed": "success", "failed": "error"}  # skipped: not an operation
+PACKAGE_OPERATION = {"installed": "install", "absent": "remove", "latest": "upgrade"}
+CONTROLLER = "managednode"  # the reconciler's name under controller-runtime's metrics
 
 
 class Metrics:
-    def __init__(self) -> None:
+    def __init__(self, node: str = "") -> None:
+        self.node = node
         r = self.registry = CollectorRegistry()
-        self.build_info = Gauge(
-            "nodemanager_build_info", "Build information.", ["version"], registry=r
-        )
-        self.build_info.labels(__version__).set(1)
-        self.apply_total = Counter(
+        ProcessCollector(registry=r)
+        PlatformCollector(registry=r)
+        Gauge(
+            "nodemanager_build_info",
+            "Build information; the value is always 1.",
+            ["version", "goarch", "goos"],
+            registry=r,
+        ).labels(__version__, platform.machine(), platform.system().lower()).set(1)
+        self._apply_total = Counter(
             "nodemanager_configset_apply",
-            "ConfigSet applies by result.",
-            ["configset", "result"],
+            "ConfigSet applies by result (success, error).",
+            ["node", "configset", "result"],
             registry=r,
         )
-        self.apply_duration = Histogram(
+        self._apply_duration = Histogram(
             "nodemanager_configset_apply_duration_seconds",
-            "Duration of Ansible runs.",
+            "Duration of Ansible runs; one run covers every ConfigSet, so configset is empty.",
+            ["node", "configset"],
             buckets=(0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900),
             registry=r,
         )
-        self.file_changes = Counter(
-            "nodemanager_file_changes", "Files changed on the host.", registry=r
-        )
-        self.package_ops = Counter(
-            "nodemanager_package_operations", "Package tasks by result.", ["result"], registry=r
-        )
-        self.service_ops = Counter(
-            "nodemanager_service_operations", "Service tasks by result.", ["result"], registry=r
-        )
-        self.conflicts = Counter(
-            "nodemanager_configset_conflicts", "Conflicting declarations found.", registry=r
-        )
-        self.last_apply = Gauge(
-            "nodemanager_last_configset_apply_timestamp_seconds",
-            "When a ConfigSet was last applied.",
-            ["configset"],
+        self._file_changes = Counter(
+            "nodemanager_file_changes",
+            "File changes by ConfigSet and result.",
+            ["node", "configset", "result"],
             registry=r,
         )
-        self.reconciles = Counter(
+        self._package_ops = Counter(
+            "nodemanager_package_operations",
+            "Package operations (install, remove, upgrade) by result.",
+            ["node", "operation", "result"],
+            registry=r,
+        )
+        self._service_ops = Counter(
+            "nodemanager_service_operations",
+            "Service operations (start, stop, restart, enable, disable) by result.",
+            ["node", "operation", "result"],
+            registry=r,
+        )
+        self._conflicts = Counter(
+            "nodemanager_configset_conflicts",
+            "Conflicting declarations found, by ConfigSet.",
+            ["node", "configset"],
+            registry=r,
+        )
+        self._last_apply = Gauge(
+            "nodemanager_last_configset_apply_timestamp_seconds",
+            "When a ConfigSet was last applied without error.",
+            ["node", "configset"],
+            registry=r,
+        )
+        self._applied_version = Gauge(
+            "nodemanager_configset_applied_resource_version",
+            "When a ConfigSet was last applied without error, by the resourceVersion applied: "
+            "rollout convergence across nodes.",
+            ["node", "configset", "resource_version"],
+            registry=r,
+        )
+        self.upgrades = Counter(
+            "nodemanager_upgrade", "Node upgrades by result.", ["node", "result"], registry=r
+        )
+        self._reconciles = Counter(
             "nodemanager_reconcile",
             "Reconciles by outcome (applied, unchanged, failed).",
             ["outcome"],
+            registry=r,
+        )
+        self._cr_reconciles = Counter(
+            "controller_runtime_reconcile",
+            "Reconciles by controller and result (success, error), as controller-runtime.",
+            ["controller", "result"],
+            registry=r,
+        )
+        self._cr_errors = Counter(
+            "controller_runtime_reconcile_errors",
+            "Reconcile errors by controller, as controller-runtime.",
+            ["controller"],
             registry=r,
         )
         self.ansible_runs = Counter("nodemanager_ansible_runs", "Ansible runs started.", registry=r)
@@ -69,13 +135,60 @@ class Metrics:
         self.status_writes = Counter(
             "nodemanager_status_writes", "ManagedNode status patches.", registry=r
         )
+        self._versions: dict[str, str] = {}  # configset -> the resourceVersion in the gauge
 
-    def record_results(self, results: Iterable[TaskResult]) -> None:
+    # -- what the reconciler reports -------------------------------------------------------
+
+    def observe_run(self, seconds: float) -> None:
+        self._apply_duration.labels(self.node, "").observe(seconds)
+
+    def configset_applied(self, name: str, resource_version: str, *, error: bool) -> None:
+        self._apply_total.labels(self.node, name, "error" if error else "success").inc()
+        if error:
+            return
+        now = time.time()
+        self._last_apply.labels(self.node, name).set(now)
+        old = self._versions.get(name)
+        if old is not None and old != resource_version:  # one series per ConfigSet
+            self._applied_version.remove(self.node, name, old)
+        self._versions[name] = resource_version
+        self._applied_version.labels(self.node, name, resource_version).set(now)
+
+    def conflicts(self, configsets: Iterable[str]) -> None:
+        for name in configsets:
+            self._conflicts.labels(self.node, name).inc()
+
+    def reconciled(self, outcome: str) -> None:
+        self._reconciles.labels(outcome).inc()
+        self._cr_reconciles.labels(CONTROLLER, "error" if outcome == "failed" else "success").inc()
+        if outcome == "failed":
+            self._cr_errors.labels(CONTROLLER).inc()
+
+    def record_results(
+        self, results: Iterable[TaskResult], desired: DesiredState | None = None
+    ) -> None:
+        """Count each task that did something (changed) or failed, by what it did. ``desired``
+        (the plan's DesiredState) says what a package or service task was asked for."""
+        specs = {r.id: r.spec for r in desired.resources} if desired is not None else {}
         for r in results:
+            result = RESULT.get(r.status)
+            if result is None or r.status == "ok":
+                continue
             kind = r.resource.split(":", 1)[0]
-            if kind == "file" and r.status == "changed":
-                self.file_changes.inc()
+            spec = specs.get(r.resource)
+            if kind == "file":
+                for configset in r.configsets or ("",):
+                    self._file_changes.labels(self.node, configset, result).inc()
             elif kind == "package":
-                self.package_ops.labels(r.status).inc()
+                operation = PACKAGE_OPERATION.get(getattr(spec, "ensure", ""), "install")
+                self._package_ops.labels(self.node, operation, result).inc()
             elif kind == "service":
-                self.service_ops.labels(r.status).inc()
+                self._service_ops.labels(self.node, _service_operation(r, spec), result).inc()
+
+
+def _service_operation(result: TaskResult, spec: object) -> str:
+    if result.handler:
+        return "restart"
+    if result.task.endswith(" enabled"):  # the separate enable task (see playbook/build.py)
+        return "enable" if getattr(spec, "enable", False) else "disable"
+    return "stop" if getattr(spec, "ensure", None) == "stopped" else "start"

@@ -16,6 +16,7 @@ from typing import Any
 
 from nodemanager.agent.hostfeatures import HostFeatures
 from nodemanager.agent.metrics import Metrics
+from nodemanager.agent.report import log_outcomes, log_results
 from nodemanager.agent.state import Applied, Snapshot, StateStore
 from nodemanager.agent.status import ConfigSetOutcome, compute
 from nodemanager.api import ConfigSet, InvalidObject, Node
@@ -133,8 +134,9 @@ class Reconciler:
                 run_result = RunResult("failed", -1, (), ansible=False, message=str(e))
             if run_result.ansible:
                 self.metrics.ansible_runs.inc()
-                self.metrics.apply_duration.observe(time.monotonic() - started)
-            self.metrics.record_results(run_result.results)
+                self.metrics.observe_run(time.monotonic() - started)
+            self.metrics.record_results(run_result.results, to_run.desired)
+            log_results(run_result.results)
             failed_ids = {r.resource for r in run_result.results if r.status == "failed"}
             ran_ids = {o.resource for o in to_run.origins.values()} if full else changed
             kept = {
@@ -193,18 +195,16 @@ class Reconciler:
         live = {f"{cs.name}@{cs.resource_version}" for cs in merged.configsets}
         self.applied.applied_at = {k: v for k, v in self.applied.applied_at.items() if k in live}
 
-        if merged.conflicts:
-            self.metrics.conflicts.inc(len(merged.conflicts))
+        log_outcomes(outcomes)
+        self.metrics.conflicts(n for c in merged.conflicts for n in c.configsets)
         failed = any(o.errors for o in outcomes)
         for o in outcomes:
             if run_result:
-                self.metrics.apply_total.labels(o.name, "failed" if o.errors else "success").inc()
-                if not o.errors:
-                    self.metrics.last_apply.labels(o.name).set(time.time())
+                self.metrics.configset_applied(o.name, o.resource_version, error=bool(o.errors))
         # Something was done when Ansible ran or the fast path wrote natively.
         acted = bool(run_result and (run_result.ansible or run_result.changed()))
         outcome = "failed" if failed else ("applied" if acted else "unchanged")
-        self.metrics.reconciles.labels(outcome).inc()
+        self.metrics.reconciled(outcome)
 
         self.applied.snapshot = snap
         self.store.save(self.applied)

@@ -86,3 +86,16 @@ def test_kubectl_version_talks_to_the_project_apiserver(kubeconfig):
     version = json.loads(kubectl(kubeconfig, "version", "-o", "json"))
     server = version["serverVersion"]
     assert server["gitVersion"].startswith("v1.") and server["major"] == "1", server
+
+
+def test_upstream_documented_shapes_are_accepted_by_the_crd(kubeconfig):
+    """List-form secretRefs, enable: false, notifies without name (tests/fixtures/upstream)."""
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "nodemanager"}}
+    kubectl(kubeconfig, "apply", "--server-side", "-f", "-", stdin=json.dumps(namespace))
+    for path in sorted((ROOT / "tests" / "fixtures" / "upstream").glob("*.yaml")):
+        text = path.read_text()
+        kubectl(kubeconfig, "apply", "--server-side", "-f", "-", stdin=text)
+    stored = json.loads(
+        kubectl(kubeconfig, "-n", "nodemanager", "get", "configset", "app-secret", "-o", "json")
+    )
+    assert stored["spec"]["files"][0]["secretRefs"] == ["my-app-secret"]
