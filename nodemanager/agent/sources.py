@@ -55,7 +55,8 @@ def _meant_as_configset(doc: Any, kind: Any) -> bool:
 def _files(paths: Iterable[str]) -> Iterator[Path]:
     for p in map(Path, paths):
         if p.is_dir():
-            yield from sorted(f for f in p.rglob("*") if f.suffix in YAML_SUFFIXES and f.is_file())
+            # Not recursive, as `kubectl apply -f DIR`: examples/cluster/ stays out of examples/.
+            yield from sorted(f for f in p.glob("*") if f.suffix in YAML_SUFFIXES and f.is_file())
         else:
             yield p
 

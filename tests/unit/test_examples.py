@@ -10,7 +10,8 @@ from nodemanager.api import Node
 from nodemanager.desired.merge import merge
 from nodemanager.desired.templates import TemplateData, render_templates
 
-EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.yaml"))
+ROOT = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = sorted(ROOT.rglob("*.yaml"))
 STATUS = {
     "interfaces": {"eth0": {"ipv4": ["10.0.0.2"], "ipv6": ["fd00::2"]}},
     "sshHostKeys": [{"algorithm": 4, "fingerprintType": 2, "fingerprint": "ab" * 32}],
@@ -46,3 +47,13 @@ def test_example_parses_and_renders(path):
         )
     if path.name == "sshfp-records.yaml":
         assert f"db1. IN SSHFP 4 2 {'ab' * 32}" in contents["/etc/bind/sshfp.zone"].text
+
+
+def test_a_directory_holds_only_local_examples():
+    """`render -f examples/` reads only the local examples: the cluster ones (templates over
+    every node) would cut this host's /etc/hosts down to localhost without a cluster."""
+    loaded = load([str(ROOT)])
+    assert loaded.errors == []
+    assert {cs.name for cs in loaded.configsets} == {"chrony", "demo"}
+    cluster = load([str(ROOT / "cluster")])
+    assert {"hosts", "sshfp-zone"} <= {cs.name for cs in cluster.configsets}
