@@ -16,7 +16,7 @@ import pwd
 import shutil
 import stat
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
