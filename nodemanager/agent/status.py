@@ -77,12 +77,20 @@ def compute(
             f"{len(outcomes)} ConfigSets applied" if outcomes else "no ConfigSet matches this node"
         )
     conditions = [
+        # Ready says the host matches its ConfigSets: a conflicted resource is applied from
+        # neither declaration, so the host does not, even when everything else applied.
         _condition(
             prior,
             "Ready",
-            not failed,
-            "Reconciled" if not failed else "ApplyFailed",
-            "agent is running and the host matches its ConfigSets" if not failed else applied_msg,
+            not failed and not conflicted,
+            "ApplyFailed" if failed else ("Conflicted" if conflicted else "Reconciled"),
+            applied_msg
+            if failed
+            else (
+                f"applied from neither declaration: {', '.join(conflicted)}"
+                if conflicted
+                else "agent is running and the host matches its ConfigSets"
+            ),
             generation,
             now,
         ),
