@@ -282,6 +282,8 @@ def run(
     except (PlaybookError, ValueError, OSError) as e:
         raise click.ClickException(str(e)) from e
     daemon.run()
+    if daemon.fatal:
+        raise click.ClickException(daemon.fatal)
 
 
 def _output_format_option(default: str = "yaml") -> Callable[[F], F]:
@@ -485,12 +487,17 @@ def _default_node_kubeconfig() -> str:
 @main.command()
 @click.option("--hostname", required=True, help="Target node name.")
 @_namespace_option()
+@click.option(
+    "--node-labels",
+    help="Custom labels k=v,k2=v2 this node may carry (`run --node-labels`); the node cannot "
+    "set any other.",
+)
 @_output_format_option()
-def rbac(hostname: str, namespace: str, output_format: str) -> None:
+def rbac(hostname: str, namespace: str, node_labels: str | None, output_format: str) -> None:
     """Print the RBAC objects and admission policy one node needs (apply them yourself)."""
     from nodemanager.bootstrap.rbac import manifests
 
-    _emit(list(manifests(hostname, namespace)), output_format)
+    _emit(list(manifests(hostname, namespace, _labels(node_labels))), output_format)
 
 
 def _kube_errors(f: F) -> F:

@@ -29,6 +29,7 @@ from nodemanager.host import osinfo
 from nodemanager.host.observe import observe
 from nodemanager.kube import watches
 from nodemanager.kube.client import ClientFactory
+from nodemanager.kube.errors import Forbidden
 from nodemanager.kube.informer import Backoff, Informer, Kind
 from nodemanager.kube.nodes import NodeClient
 from nodemanager.kube.notify import NOTIFIED_AT, NOTIFIED_BY, Notifier
@@ -83,6 +84,7 @@ class Daemon:
         self.name = opts.hostname or host_labels.hostname()
         self.metrics = Metrics(node=self.name)
         self._offline = False  # announced once when it starts and when it ends
+        self.fatal: str | None = None  # why the agent stopped itself (non-zero exit)
         release = osinfo.read_os_release()
         system = osinfo.kube_os()
         self.managed_labels = host_labels.node_labels(
@@ -143,10 +145,29 @@ class Daemon:
                 log.info("registered ManagedNode %s/%s", self.opts.namespace, self.name)
                 self.dirty.mark("registered")
                 return
+            except Forbidden as e:
+                if self.opts.node_labels and "label" in str(e):
+                    self._refuse_labels(e)
+                    return
+                delay = backoff.next()
+                log.warning("cannot register ManagedNode (%s); retrying in %.0f s", e, delay)
+                self.stop.wait(delay)
             except Exception as e:
                 delay = backoff.next()
                 log.warning("cannot register ManagedNode (%s); retrying in %.0f s", e, delay)
                 self.stop.wait(delay)
+
+    def _refuse_labels(self, e: Exception) -> None:
+        """Custom labels the administrator did not approve are refused by the admission policy
+        on every retry: stop with the fix instead of retrying forever."""
+        wanted = ",".join(f"{k}={v}" for k, v in sorted(self.opts.node_labels.items()))
+        self.fatal = (
+            f"--node-labels {wanted} is not approved for {self.name} ({e}); an administrator "
+            f"approves it with: nodemanager rbac --hostname {self.name} -n {self.opts.namespace} "
+            f"--node-labels {wanted} | kubectl apply -f -"
+        )
+        log.error("%s", self.fatal)
+        self.shutdown()
 
     def _heartbeat(self) -> None:
         while not self.stop.is_set() and not self.registered.wait(1.0):

@@ -11,6 +11,7 @@ agent manages (a compromised host must not opt itself into other ConfigSets by l
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from nodemanager.host.labels import MANAGED_KEYS
@@ -146,9 +147,25 @@ def admission_policy() -> list[dict[str, Any]]:
     ]
 
 
-def manifests(hostname: str, namespace: str = "nodemanager") -> list[dict[str, Any]]:
-    """Every object one node needs, in apply order."""
+def approved_node(hostname: str, namespace: str, node_labels: Mapping[str, str]) -> dict[str, Any]:
+    """The node's ManagedNode carrying the custom labels the administrator approves
+    (``rbac --node-labels role=web``), as kubelet's NodeRestriction leaves node labels to admins.
+    The admission policy lets a node keep labels an administrator set, never add or change one,
+    so ``run --node-labels`` works for exactly these."""
+    return {
+        "apiVersion": f"{GROUP}/v1",
+        "kind": "ManagedNode",
+        "metadata": {"name": hostname, "namespace": namespace, "labels": dict(node_labels)},
+    }
+
+
+def manifests(
+    hostname: str, namespace: str = "nodemanager", node_labels: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """Every object one node needs, in apply order; with ``node_labels``, also its ManagedNode
+    with those labels approved (the CRDs must be installed first)."""
     sa = service_account(hostname)
+    approved = [approved_node(hostname, namespace, node_labels)] if node_labels else []
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
         {
@@ -177,4 +194,5 @@ def manifests(hostname: str, namespace: str = "nodemanager") -> list[dict[str, A
         ),
         _binding(f"nodemanager-token-{hostname}", namespace, sa),
         *admission_policy(),
+        *approved,
     ]
