@@ -93,3 +93,42 @@ def test_logging_puts_the_zone_in_timestamps_and_quiets_urllib3():
     finally:
         logging.getLogger("urllib3").setLevel(logging.NOTSET)
         logging.basicConfig(level=logging.WARNING, handlers=[logging.NullHandler()], force=True)
+
+
+def test_local_mode_is_strict_with_a_non_zero_exit(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "common.nodemanager/v1",
+                "kind": "ConfigSet",
+                "metadata": {"name": "bad"},
+                "spec": {"selector": {}, "files": [{"path": "/tmp/x", "mdoe": "0644"}]},
+            }
+        )
+    )
+    result = CliRunner().invoke(main, ["render", "-f", str(bad)])
+    assert result.exit_code == 1 and "spec.files[0].mdoe: unknown field" in result.output
+
+
+def test_unsupported_os_still_renders_files_and_executions(tmp_path):
+    cs = tmp_path / "cs.yaml"
+    cs.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "common.nodemanager/v1",
+                "kind": "ConfigSet",
+                "metadata": {"name": "suse"},
+                "spec": {
+                    "selector": {},
+                    "packages": [{"name": "vim"}],
+                    "files": [{"path": "/tmp/suse", "content": "x\n"}],
+                    "executions": [{"command": "/bin/true"}],
+                },
+            }
+        )
+    )
+    result = CliRunner().invoke(main, ["render", "-f", str(cs), "--os", "opensuse-leap"])
+    assert result.exit_code == 1
+    assert "package:vim: spec.packages: unsupported OS 'opensuse-leap'" in result.output
+    assert "ansible.builtin.copy" in result.output and "/bin/true" in result.output
