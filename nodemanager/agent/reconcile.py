@@ -134,7 +134,7 @@ class Reconciler:
                 run_result = RunResult("failed", -1, (), ansible=False, message=str(e))
             if run_result.ansible:
                 self.metrics.ansible_runs.inc()
-                self.metrics.observe_run(time.monotonic() - started)
+                self.metrics.observe_run(time.monotonic() - started, involved)
             self.metrics.record_results(run_result.results, to_run.desired)
             log_results(run_result.results)
             failed_ids = {r.resource for r in run_result.results if r.status == "failed"}

@@ -27,7 +27,7 @@ def exported() -> dict[str, set[str]]:
     m.configset_applied("cs2", "1", error=True)
     m.conflicts(["cs"])
     m.reconciled("failed")
-    m.observe_run(1.0)
+    m.observe_run(1.0, ["cs"])
     m.upgrades.labels("n", "error").inc()
     m.record_results(
         [
