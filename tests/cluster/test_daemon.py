@@ -410,6 +410,7 @@ def test_offline_start_enforces_last_applied_state(
         applied(api_client, namespace, host, "o")
     finally:
         assert first.stop() == 0
+    assert f"ConfigSet o: changed file:{target}" in first.log()  # what changed, at info level
     target.unlink()
     control_plane.stop_apiserver()
     second = Agent(kubeconfig, namespace, host, state)
@@ -420,6 +421,7 @@ def test_offline_start_enforces_last_applied_state(
             timeout=60,
             message="enforced from the state dir while the API server is down",
         )
+        assert "offline: API server not reachable" in second.log()
     finally:
         control_plane.restart_apiserver()
     try:
@@ -431,5 +433,6 @@ def test_offline_start_enforces_last_applied_state(
         )
         applied(api_client, namespace, host, "o", cs["metadata"]["resourceVersion"])
         assert target.read_text() == "caught up\n"
+        assert "online: API server reachable" in second.log()
     finally:
         second.stop()
