@@ -45,20 +45,33 @@ def _message(res: Mapping[str, Any]) -> str:
     return ""
 
 
-def _diff(res: Mapping[str, Any]) -> str:
+def headers(path: str) -> tuple[str, str]:
+    """The headers of a file's content diff, the same on both paths (Ansible's own name a
+    temporary file of its run)."""
+    return f"before: {path}", f"after: {path}"
+
+
+def _diff(res: Mapping[str, Any], resource: str) -> str:
     diffs = res.get("diff") or []
     if isinstance(diffs, dict):
         diffs = [diffs]
     out: list[str] = []
     for d in diffs:
+        if d.get("src_larger") or d.get("dst_larger") or d.get("src_binary") or d.get("dst_binary"):
+            continue  # Ansible left the content out: there is no diff to show
         before, after = d.get("before", ""), d.get("after", "")
         if isinstance(before, str) and isinstance(after, str) and before != after:
+            old, new = (
+                headers(resource.partition(":")[2])
+                if resource.startswith("file:")
+                else (str(d.get("before_header", "before")), str(d.get("after_header", "after")))
+            )
             out.extend(
                 difflib.unified_diff(
                     before.splitlines(keepends=True),
                     after.splitlines(keepends=True),
-                    fromfile=str(d.get("before_header", "before")),
-                    tofile=str(d.get("after_header", "after")),
+                    fromfile=old,
+                    tofile=new,
                 )
             )
         elif d.get("prepared"):
@@ -87,7 +100,7 @@ def to_result(event: Mapping[str, Any], origins: Mapping[str, TaskOrigin]) -> Ta
         message=""
         if secret and status != "failed"
         else ("output hidden: task handles a Secret" if secret else _message(res)),
-        diff="" if secret else _diff(res),
+        diff="" if secret else _diff(res, origin.resource if origin else ""),
         handler=origin.handler if origin else False,
         module=str(data.get("resolved_action") or data.get("task_action") or ""),
     )

@@ -1,106 +1,106 @@
-"""The fast path: find the tasks that are already converged without calling Ansible.
+"""The fast path's first half: is a step already converged, answered in plain Python?
 
 Each Ansible module call costs about half a second of CPU here, so checking 50 unchanged files
-through Ansible takes half a minute. This module answers "would this task change anything?" in
-plain Python for the common cases (files, directories, symlinks, absent paths, purge, installed
-packages on pacman and dpkg hosts) and answers "don't know" for everything else. Only tasks
-known to be converged are skipped; anything uncertain still goes to Ansible, which stays the one
-thing that changes the host.
+through Ansible takes half a minute. ``converged(step)`` answers True (Ansible would report ok
+and change nothing), False (it would change something) or None (not sure: Ansible decides).
+Every step kind and module has an entry in ``RULES`` or in ``DECLINED``; a step without a rule
+is declined explicitly, never guessed (tests/unit/executor/test_contract.py checks the table
+against every skeleton in playbook_templates/).
 """
 
 from __future__ import annotations
 
-import grp
 import os
-import pwd
 import shutil
 import stat
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from nodemanager.playbook.build import Plan, module_of
+from nodemanager.executor.attrs import Declined, matches, plain_path, same_bytes
+from nodemanager.playbook.build import Plan
+from nodemanager.playbook.steps import Step, StepKind
 
-
-def _attrs_match(st: os.stat_result, params: dict[str, Any]) -> bool:
-    mode, owner, group = params.get("mode"), params.get("owner"), params.get("group")
-    if mode is not None and stat.S_IMODE(st.st_mode) != int(str(mode), 8):
-        return False
-    try:
-        if owner is not None and pwd.getpwnam(str(owner)).pw_uid != st.st_uid:
-            return False
-        if group is not None and grp.getgrnam(str(group)).gr_gid != st.st_gid:
-            return False
-    except KeyError:
-        return False  # unknown user or group: let Ansible report it
-    return True
+Verdict = bool | None
 
 
-def _copy(params: dict[str, Any]) -> bool:
-    path = Path(str(params["dest"]))
+def _write(step: Step) -> Verdict:
+    if step.content is None:
+        return None  # content hidden by render: nothing to compare
+    path = Path(step.path)
     try:
         st = path.lstat()
     except FileNotFoundError:
         return False
     if not stat.S_ISREG(st.st_mode):
+        return None  # a link, directory or device in the way: Ansible's rules apply
+    if step.create_only:
+        return True  # force: false on an existing file: copy changes nothing at all
+    if st.st_size < len(step.content) or not same_bytes(path, step.content.encode()):
         return False
-    if params.get("force") is False:
-        return True  # createOnly: it exists, and its bytes are the host's
-    want = str(params["content"]).encode()
-    if st.st_size != len(want) or path.read_bytes() != want:
-        return False
-    return _attrs_match(st, params)
+    return matches(st, step)
 
 
-def _file(params: dict[str, Any]) -> bool:
-    path, state = Path(str(params["path"])), params.get("state")
+def _touch(step: Step) -> Verdict:
     try:
-        st = path.lstat()
+        st = Path(step.path).lstat()
     except FileNotFoundError:
-        return state == "absent"
-    if state == "absent":
         return False
-    if state == "link":
-        return (
-            stat.S_ISLNK(st.st_mode)
-            and os.readlink(path) == str(params["src"])
-            and params.get("owner") is None
-            and params.get("group") is None
-        )
-    if state == "directory":
-        return stat.S_ISDIR(st.st_mode) and _attrs_match(st, params)
-    if state == "touch":
-        return stat.S_ISREG(st.st_mode) and _attrs_match(st, params)
-    return False
+    return matches(st, step) if stat.S_ISREG(st.st_mode) else None
 
 
-def _purge(params: dict[str, Any]) -> bool:
+def _directory(step: Step) -> Verdict:
+    try:
+        st = Path(step.path).lstat()
+    except FileNotFoundError:
+        return False
+    return matches(st, step) if stat.S_ISDIR(st.st_mode) else None
+
+
+def _symlink(step: Step) -> Verdict:
+    if step.owner is not None or step.group is not None or step.target is None:
+        return None
+    if "$" in step.target or step.target.startswith("~"):
+        return None
+    try:
+        st = Path(step.path).lstat()
+    except FileNotFoundError:
+        return False
+    return stat.S_ISLNK(st.st_mode) and os.readlink(step.path) == step.target
+
+
+def _absent(step: Step) -> Verdict:
+    return not os.path.lexists(step.path)
+
+
+def _purge(step: Step) -> Verdict:
     """No undeclared non-directory entry directly in the directory (nodemanager.core.purge's
     rule, upstream's: subdirectories are never purged)."""
-    root = os.path.normpath(str(params["path"]))
-    keep = {os.path.normpath(str(p)) for p in params.get("keep") or []}
-    if not os.path.isdir(root):
+    if not all(plain_path(k) for k in step.keep):
+        return None
+    if os.path.islink(step.path):
+        return None
+    if not os.path.isdir(step.path):
         return True  # the module, too, reports no change for a missing directory
-    with os.scandir(root) as entries:
+    keep = set(step.keep)
+    with os.scandir(step.path) as entries:
         return all(e.is_dir(follow_symlinks=False) or e.path in keep for e in entries)
 
 
-def _systemd_service(params: dict[str, Any]) -> bool:
+def _systemd_service(step: Step) -> Verdict:
     if not os.path.isdir("/run/systemd/system") or not shutil.which("systemctl"):
-        return False
-    name, state, enabled = str(params["name"]), params.get("state"), params.get("enabled")
-    if state is not None:
-        active = subprocess.run(["systemctl", "is-active", "--quiet", name]).returncode == 0
-        if active != (state == "started"):
+        return None
+    if step.state is not None:
+        active = subprocess.run(["systemctl", "is-active", "--quiet", step.name]).returncode == 0
+        if active != (step.state == "started"):
             return False
-    if enabled is not None:
+    if step.enabled is not None:
         out = subprocess.run(
-            ["systemctl", "is-enabled", name], capture_output=True, text=True
+            ["systemctl", "is-enabled", step.name], capture_output=True, text=True
         ).stdout.strip()
-        if (out == "enabled") != bool(enabled):
+        if (out == "enabled") != step.enabled:
             return False
-    return state is not None or enabled is not None
+    return True if step.state is not None or step.enabled is not None else None
 
 
 def _pacman_name(line: str) -> str | None:
@@ -129,33 +129,65 @@ class _Packages:
                     self._installed = {n for n in map(self.name_of, proc.stdout.splitlines()) if n}
         return self._installed
 
-    def converged(self, params: dict[str, Any]) -> bool:
-        state, name = params.get("state"), str(params.get("name"))
-        if state not in ("present", "absent") or "=" in name:
-            return False  # latest and pinned versions need the package manager's own answer
-        return bool((name in self.installed()) == (state == "present"))
+    def converged(self, step: Step) -> Verdict:
+        if step.state not in ("present", "absent") or "=" in step.name:
+            return None  # latest and pinned versions need the package manager's own answer
+        return bool((step.name in self.installed()) == (step.state == "present"))
+
+
+def _never(step: Step) -> Verdict:
+    return False  # an execution always runs when it is reached
+
+
+class Prober:
+    """One run's probes (package lists are read once per run)."""
+
+    def __init__(self) -> None:
+        pacman = _Packages(["pacman", "-Qq"], _pacman_name)
+        dpkg = _Packages(
+            ["dpkg-query", "-W", "-f", "${db:Status-Status} ${Package}\\n"], _dpkg_name
+        )
+        self.rules: dict[tuple[StepKind, str], Callable[[Step], Verdict]] = {
+            ("write", "ansible.builtin.copy"): _write,
+            ("touch", "ansible.builtin.file"): _touch,
+            ("directory", "ansible.builtin.file"): _directory,
+            ("symlink", "ansible.builtin.file"): _symlink,
+            ("absent", "ansible.builtin.file"): _absent,
+            ("purge", "nodemanager.core.purge"): _purge,
+            ("package", "community.general.pacman"): pacman.converged,
+            ("package", "ansible.builtin.apt"): dpkg.converged,
+            ("service", "ansible.builtin.service"): _systemd_service,
+            ("command", "ansible.builtin.command"): _never,
+        }
+
+    def forget(self) -> None:
+        """Read package lists again: a command that ran may have changed them."""
+        self.__init__()  # type: ignore[misc]
+
+    def converged(self, step: Step) -> Verdict:
+        rule = self.rules.get((step.kind, step.module))
+        if rule is None or step.origin.handler:
+            return None  # declined: see DECLINED
+        if step.path and not plain_path(step.path):
+            return None  # Ansible's spelling rules (trailing "/", "$VAR") decide
+        try:
+            return rule(step)
+        except (OSError, ValueError, Declined):
+            return None
+
+
+RULES = frozenset(Prober().rules)
+# Step kinds and modules the probe never answers for, and why.
+DECLINED: dict[tuple[StepKind, str], str] = {
+    ("package", "community.general.apk"): "no apk database reader",
+    ("package", "community.general.pkgng"): "no pkg database reader",
+    ("package", "ansible.builtin.dnf"): "no rpm database reader",
+    ("arguments", "community.general.sysrc"): "rc.conf is FreeBSD's",
+    ("restart", "ansible.builtin.service"): "a handler: runs only when notified",
+}
 
 
 def converged_tasks(plan: Plan) -> set[str]:
-    """Names of the plan's tasks that would change nothing (handlers are never probed)."""
-    pacman = _Packages(["pacman", "-Qq"], _pacman_name)
-    dpkg = _Packages(["dpkg-query", "-W", "-f", "${db:Status-Status} ${Package}\\n"], _dpkg_name)
-    probes: dict[str, Callable[[dict[str, Any]], bool]] = {
-        "ansible.builtin.copy": _copy,
-        "ansible.builtin.file": _file,
-        "nodemanager.core.purge": _purge,
-        "community.general.pacman": pacman.converged,
-        "ansible.builtin.apt": dpkg.converged,
-        "ansible.builtin.service": _systemd_service,
-    }
-    done = set()
-    for play in plan.playbook:
-        for task in play["tasks"]:
-            module, params = module_of(task)
-            probe = probes.get(module)
-            try:
-                if probe and probe(params):
-                    done.add(task["name"])
-            except (OSError, ValueError, KeyError):
-                pass  # not sure: Ansible decides
-    return done
+    """Names of the plan's tasks proven converged on the host as it is now (no step runs)."""
+    prober = Prober()
+    return {s.task for s in plan.tasks() if prober.converged(s) is True}

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from nodemanager.executor import config, native, probe
 from nodemanager.executor.errors import ExecutorError
 from nodemanager.executor.events import TaskResult, to_result
 from nodemanager.playbook.build import Plan
-from nodemanager.playbook.dump import to_yaml
+from nodemanager.playbook.dump import Unsafe, to_yaml
+from nodemanager.playbook.steps import FILE_KINDS, Step
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +44,29 @@ class RunResult:
         )
 
 
+NOTIFY_TASK = "nodemanager: notify the handlers of native changes"
+# Steps whose effect on the host is known when Ansible makes them: the path, what is below it,
+# and (a directory) its missing parents. A later file step elsewhere may still be probed.
+_KNOWN_EFFECT = frozenset({"write", "touch", "directory", "absent"})
+
+
+def _related(a: str, b: str) -> bool:
+    def nested(x: str, y: str) -> bool:
+        return x == y or x.startswith(y.rstrip("/") + "/") or y.startswith(x.rstrip("/") + "/")
+
+    ra, rb = os.path.realpath(a), os.path.realpath(b)
+    return nested(a, b) or nested(ra, rb) or nested(a, rb) or nested(ra, b)
+
+
+def _unaffected(step: Step, left: list[Step]) -> bool:
+    """Whether no step left to Ansible before ``step`` could change what probing it finds."""
+    if not left:
+        return True
+    if step.kind not in FILE_KINDS:
+        return False
+    return all(s.kind in _KNOWN_EFFECT and not _related(s.path, step.path) for s in left)
+
+
 def apply(
     plan: Plan,
     *,
@@ -51,13 +77,21 @@ def apply(
     before_change: BeforeChange | None = None,
     **kwargs: Any,
 ) -> RunResult:
-    """Apply ``plan`` with the fast path: tasks proven converged are reported ok, changed file
-    content and directories are written natively, executions run natively while nothing before
-    them is left to Ansible, and only the rest, with the handlers the native writes notified,
-    go to Ansible (in play order). ``fast=False`` sends every task to Ansible.
+    """Apply ``plan`` with the fast path, meaning exactly what Ansible means (README "Speed").
 
-    ``before_change`` sees the resources of every task not proven converged, once, before the
-    native writes and Ansible touch anything (the agent backs up the files they may replace)."""
+    Steps are taken in play order. While nothing has been left to Ansible, each step is probed
+    where it stands (after the native steps before it ran) and, if not converged, done natively
+    when the fast path can do it exactly; the first step it cannot do goes to Ansible, and so
+    does every later step, except that a later file step may still be reported converged when
+    nothing left to Ansible before it could touch its path. In check mode nothing changes the
+    host, so every step is probed and checked natively wherever it stands. Handlers keep
+    Ansible's semantics: when Ansible runs, it runs them all (native changes notify them through
+    one first task), at the end, in handler order, once; otherwise notified executions run
+    natively in handler order until one cannot. ``fast=False`` sends everything to Ansible.
+
+    ``before_change`` sees the resources of every task not proven converged on the host as it
+    is before the run, once, before the native writes and Ansible touch anything (the agent
+    backs up the files they may replace)."""
     if not fast:
         if before_change and not check:
             before_change(_resources(plan, set()))
@@ -69,60 +103,49 @@ def apply(
         if on_result:
             on_result(result)
 
-    handled = probe.converged_tasks(plan)
+    prober = probe.Prober()
     if before_change and not check:
-        before_change(_resources(plan, handled))
-    for name in sorted(handled):
-        origin = plan.origins[name]
-        report(TaskResult(name, origin.resource, origin.configsets, "ok", module="probe"))
+        before_change(
+            sorted({s.origin.resource for s in plan.tasks() if prober.converged(s) is not True})
+        )
+    left: list[Step] = []
     notified: set[str] = set()
-    left_to_ansible = False  # once a task is, later executions must wait for it: order matters
+    for step in plan.tasks():
+        if check or _unaffected(step, left):
+            if prober.converged(step) is True:
+                report(_ok(step))
+                continue
+        if check or not left:
+            done = native.act(step, check=check, diff=diff)
+            if done is not None:
+                report(done)
+                if done.status == "changed":
+                    notified.update(step.notify)
+                if step.kind == "command":
+                    prober.forget()  # it may have installed or removed packages
+                continue
+        left.append(step)
 
-    def natively(task: dict[str, Any]) -> bool:
-        try:
-            done = native.try_native(
-                task,
-                plan.origins[task["name"]],
-                check=check,
-                diff=diff,
-                commands=not left_to_ansible,
-            )
-        except OSError as e:
-            log.info("native write of %s left to Ansible: %s", task["name"], e)
-            done = None
-        if done:
-            handled.add(task["name"])
-            report(done.result)
-            notified.update(done.notify)
-        return bool(done)
-
-    for play in plan.playbook:
-        for task in play["tasks"]:
-            if task["name"] not in handled and not natively(task):
-                left_to_ansible = True
-        # Handlers of natively changed files run after every task, in their own order.
-        for handler in play.get("handlers", []):
-            if notified & set(handler.get("listen", ())) and not natively(handler):
-                left_to_ansible = True
-
-    plays = []
-    for play in plan.playbook:
-        handlers = play.get("handlers", [])
-        forced = [h for h in handlers if notified & set(h.get("listen", ()))]
-        tasks = [t for t in play["tasks"] if t["name"] not in handled]
-        tasks += [
-            {k: v for k, v in h.items() if k != "listen"}
-            for h in forced
-            if h["name"] not in handled
-        ]
-        rest = {**play, "tasks": tasks, "handlers": [h for h in handlers if h not in forced]}
-        if not rest["handlers"]:
-            del rest["handlers"]
-        plays.append(rest)
-    if not any(play["tasks"] for play in plays):
+    names = {s.task for s in left}
+    notified_handlers = [h for h in plan.handlers() if notified & set(h.listen)]
+    forced: list[Step] = []
+    if not left:
+        for h in notified_handlers:
+            done = native.act(h, check=check) if not forced else None
+            if done is None:
+                forced.append(h)
+            else:
+                report(done)
+        names |= {h.task for h in forced}
+        notified = set()
+    if not names:
         return RunResult("successful", 0, tuple(local), ansible=False)
     ran = execute(
-        replace(plan, playbook=plays), check=check, diff=diff, on_result=on_result, **kwargs
+        _rest(plan, names, notified, forced),
+        check=check,
+        diff=diff,
+        on_result=on_result,
+        **kwargs,
     )
     return replace(ran, results=tuple(local) + ran.results)
 
@@ -132,14 +155,43 @@ BeforeChange = Callable[[list[str]], None]
 
 
 def _resources(plan: Plan, converged: set[str]) -> list[str]:
-    return sorted(
-        {
-            plan.origins[t["name"]].resource
-            for play in plan.playbook
-            for t in play["tasks"]
-            if t["name"] not in converged
-        }
-    )
+    return sorted({s.origin.resource for s in plan.tasks() if s.task not in converged})
+
+
+def _ok(step: Step) -> TaskResult:
+    o = step.origin
+    return TaskResult(step.task, o.resource, o.configsets, "ok", module="probe")
+
+
+def _rest(plan: Plan, names: set[str], notified: set[str], forced: list[Step]) -> Plan:
+    """The plan of what is left to Ansible. Handlers notified by native changes are notified by
+    a first task of their own (Ansible then runs every handler at the end, in order, once);
+    handlers forced when no task is left become tasks, in handler order."""
+    plays = []
+    for play in plan.playbook:
+        tasks = [t for t in play["tasks"] if t["name"] in names]
+        handlers = play.get("handlers", [])
+        if notified:
+            tasks.insert(
+                0,
+                {
+                    "name": NOTIFY_TASK,
+                    "ansible.builtin.debug": {"msg": "native changes notify their handlers"},
+                    "changed_when": True,
+                    "notify": sorted(Unsafe(t) for t in notified),
+                },
+            )
+        by_name = {h["name"]: h for h in handlers}
+        tasks += [
+            {k: v for k, v in by_name[h.task].items() if k != "listen"}
+            for h in forced
+            if h.task in by_name
+        ]
+        rest = {**play, "tasks": tasks}
+        if forced or not handlers:
+            rest.pop("handlers", None)
+        plays.append(rest)
+    return replace(plan, playbook=plays)
 
 
 def execute(
@@ -157,10 +209,16 @@ def execute(
     config.check_modules(config.modules_of(plan.playbook))
     private = config.private_dir(work_dir)
     results: list[TaskResult] = []
+    # ansible-runner drops even `changed` from a no_log task's result: what Ansible will change
+    # in a Secret-fed step is known from its probe before the run instead.
+    prober = probe.Prober()
+    hidden = {s.task for s in plan.steps if s.origin.secret and prober.converged(s) is False}
 
     def handle(event: dict[str, Any]) -> bool:
         result = to_result(event, plan.origins)
-        if result is not None:
+        if result is not None and result.task in hidden and result.status == "ok":
+            result = replace(result, status="changed")
+        if result is not None and result.task != NOTIFY_TASK:
             results.append(result)
             if on_result:
                 on_result(result)
@@ -169,7 +227,8 @@ def execute(
 
     try:
         (private / "project").mkdir()
-        (private / "project" / "main.yml").write_text(to_yaml(plan.playbook))
+        playbook = _spill_large_content(plan.playbook, private / "content")
+        (private / "project" / "main.yml").write_text(to_yaml(playbook))
         (private / "inventory").mkdir()
         (private / "inventory" / "hosts").write_text("localhost ansible_connection=local\n")
         cmdline = " ".join(flag for flag, on in (("--check", check), ("--diff", diff)) if on)
@@ -204,7 +263,34 @@ def execute(
             shutil.rmtree(private, ignore_errors=True)
 
 
-def _startup_error(runner: Any) -> str:
+# Content above this goes to Ansible as a file (copy's `src:`) in the private dir instead of a
+# YAML scalar; Ansible leaves the diff of such a file out either way (its max diff size).
+SPILL_ABOVE = 104448
+
+
+def _spill_large_content(playbook: list[dict[str, Any]], where: Path) -> list[dict[str, Any]]:
+    """The playbook with every large copy ``content`` moved to a file below ``where`` (in the
+    0700 private dir, removed with it): the same bytes for the copy action, which turns content
+    into a file itself, without emitting and parsing megabytes of YAML."""
+    plays = []
+    for play in playbook:
+        tasks = []
+        for task in play["tasks"]:
+            params = task.get("ansible.builtin.copy")
+            content = params.get("content") if isinstance(params, dict) else None
+            if isinstance(content, str) and len(content) > SPILL_ABOVE:
+                where.mkdir(exist_ok=True, mode=0o700)
+                src = where / str(len(tasks))
+                with open(src, "w", encoding="utf-8", newline="") as f:
+                    f.write(content)
+                rest = {k: v for k, v in params.items() if k != "content"}
+                task = {**task, "ansible.builtin.copy": {"src": str(src), **rest}}
+            tasks.append(task)
+        plays.append({**play, "tasks": tasks})
+    return plays
+
+
+def _startup_error(runner) -> str:
     """Ansible's own words when it failed before any task ran: no task output exists yet, so
     nothing of the host's files can be in them."""
     try:

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nodemanager.api import Execution, File, Package, Service
-from nodemanager.desired.merge import DesiredState, Resource
+from nodemanager.desired.merge import DesiredState, Resource, declarations
 from nodemanager.desired.templates import Rendered
 from nodemanager.playbook import platforms
 from nodemanager.playbook.dump import Unsafe
+from nodemanager.playbook.steps import EXEC_PATH, Origin, Step, StepKind
 
 REDACTED = "<redacted: from a Secret; render --show-secrets to see it>"
 # Task keys that are Ansible keywords; the one other key of a task is its module.
@@ -35,6 +36,8 @@ TASK_KEYWORDS = frozenset(
         "register",
         "tags",
         "vars",
+        "changed_when",
+        "environment",
     }
 )
 
@@ -45,12 +48,7 @@ def module_of(task: Mapping[str, Any]) -> tuple[str, Any]:
     return module, task[module]
 
 
-@dataclass(frozen=True)
-class TaskOrigin:
-    resource: str  # Resource.id, e.g. "file:/etc/chrony.conf"
-    configsets: tuple[str, ...]
-    handler: bool = False
-    secret: bool = False
+TaskOrigin = Origin  # the name the executor and agent know
 
 
 @dataclass(frozen=True)
@@ -64,6 +62,16 @@ class Plan:
     errors: Mapping[str, str] = field(
         default_factory=dict
     )  # resource id -> why it has no task here
+    steps: tuple[Step, ...] = ()  # one per task and handler, tasks in play order, then handlers
+
+    def tasks(self) -> list[Step]:
+        """The steps of the play's tasks, in play order."""
+        names = {t["name"] for play in self.playbook for t in play["tasks"]}
+        return [s for s in self.steps if s.task in names and not s.origin.handler]
+
+    def handlers(self) -> list[Step]:
+        """The steps of the play's handlers, in handler order (the order they run in)."""
+        return [s for s in self.steps if s.origin.handler]
 
     @property
     def has_secrets(self) -> bool:
@@ -89,8 +97,19 @@ class Plan:
         for play in self.playbook:
             kept = [t for t in play["tasks"] if self.origins[t["name"]].resource in resources]
             plays.append({**play, "tasks": kept})
-        return replace(self, playbook=plays)
+        steps = tuple(s for s in self.steps if s.origin.handler or s.origin.resource in resources)
+        return replace(self, playbook=plays, steps=steps)
 
+
+# The step kind of each file skeleton in playbook_templates/files.yaml.
+FILE_FORMS: dict[str, StepKind] = {
+    "content": "write",
+    "file": "touch",
+    "directory": "directory",
+    "symlink": "symlink",
+    "absent": "absent",
+    "purge": "purge",
+}
 
 # Values the renderer chooses itself (module state words); everything else came from a ConfigSet.
 TRUSTED = frozenset({"state"})
@@ -145,15 +164,29 @@ class _Builder:
         self.contents = contents
         self.show_secrets = show_secrets
         self.origins: dict[str, TaskOrigin] = {}
+        self.steps: dict[str, Step] = {}
+        self.fields: dict[tuple[str, str], str] = {}  # (ConfigSet, resource id) -> field path
         self.errors: dict[str, str] = {}
         self.listened: set[str] = set()
         self.restartable: set[str] = set()  # resources with a restart handler
+
+    def field_of(self, r: Resource) -> str:
+        """Where the first ConfigSet declaring ``r`` declares it, e.g. ``spec.files[2]``."""
+        if not self.fields:
+            for cs in self.desired.configsets:
+                counts: dict[str, int] = {}
+                for kind, key, _ in declarations(cs):
+                    i = counts[kind] = counts.get(kind, -1) + 1
+                    self.fields.setdefault((cs.name, f"{kind}:{key}"), f"spec.{kind}s[{i}]")
+        return self.fields.get((r.configsets[0], r.id), "")
 
     def task(
         self,
         resource: Resource,
         module_call: dict[str, Any],
         *,
+        kind: StepKind,
+        step: Mapping[str, Any] | None = None,
         label: str | None = None,
         secret: bool = False,
         handler: bool = False,
@@ -164,7 +197,24 @@ class _Builder:
     ) -> dict[str, Any]:
         owners = " + ".join(resource.configsets)
         name = f"{owners} | {label or resource.kind + ' ' + resource.key}"
-        self.origins[name] = TaskOrigin(resource.id, resource.configsets, handler, secret)
+        origin = TaskOrigin(
+            resource.id,
+            resource.configsets,
+            field=self.field_of(resource),
+            handler=handler,
+            secret=secret,
+        )
+        self.origins[name] = origin
+        self.steps[name] = Step(
+            kind,
+            name,
+            origin,
+            module_of(module_call)[0],
+            **(step or {}),
+            notify=tuple(notify or ()),
+            listen=tuple(listen or ()),
+            conditional=when is not None,
+        )
         task: dict[str, Any] = {"name": Unsafe(name), **module_call}
         if listen:
             task["listen"] = [Unsafe(t) for t in listen]
@@ -190,7 +240,13 @@ class _Builder:
             return None
         sk = platforms.for_family("packages", self.family)
         name = sk["version"].format(name=p.name, version=p.version) if p.version else p.name
-        return self.task(r, fill(sk["task"], {"name": name, "state": sk["states"][p.ensure]}))
+        state = sk["states"][p.ensure]
+        return self.task(
+            r,
+            fill(sk["task"], {"name": name, "state": state}),
+            kind="package",
+            step={"name": name, "state": state},
+        )
 
     def file(self, r: Resource, f: File) -> list[dict[str, Any]]:
         notify = [_topic(f.path)] if _topic(f.path) in self.listened else None
@@ -205,13 +261,23 @@ class _Builder:
             "force": False if f.create_only else None,
         }
         form = f.ensure
+        step: dict[str, Any] = {
+            k: values[k] for k in ("path", "owner", "group", "mode", "target") if values[k]
+        }
+        step["create_only"] = f.create_only
         if f.ensure == "file" and (f.content is not None or f.template is not None):
             form = "content"
             text = f.content if f.content is not None else self.contents[f.path].text
             values["content"] = REDACTED if secret and not self.show_secrets else text
+            step["content"] = None if secret and not self.show_secrets else text
         tasks = [
             self.task(
-                r, fill(platforms.skeletons("files")[form], values), secret=secret, notify=notify
+                r,
+                fill(platforms.skeletons("files")[form], values),
+                kind=FILE_FORMS[form],
+                step=step,
+                secret=secret,
+                notify=notify,
             )
         ]
         if f.purge:
@@ -221,7 +287,16 @@ class _Builder:
                 if o.key.startswith(f.path.rstrip("/") + "/")
             )
             call = fill(platforms.skeletons("files")["purge"], {"path": f.path, "keep": keep})
-            tasks.append(self.task(r, call, label=f"purge {f.path}", notify=notify))
+            tasks.append(
+                self.task(
+                    r,
+                    call,
+                    kind="purge",
+                    step={"path": f.path, "keep": tuple(keep)},
+                    label=f"purge {f.path}",
+                    notify=notify,
+                )
+            )
         return tasks
 
     def service(self, r: Resource, s: Service) -> list[dict[str, Any]]:
@@ -243,13 +318,25 @@ class _Builder:
                 {"variable": f"{s.name.replace('-', '_')}_args", "arguments": s.arguments},
             )
             notify = [_topic(f"args of {s.name}")] if s.ensure != "stopped" else None
-            tasks.append(self.task(r, call, label=f"service {s.name} arguments", notify=notify))
+            tasks.append(
+                self.task(
+                    r,
+                    call,
+                    kind="arguments",
+                    step={"name": s.name},
+                    label=f"service {s.name} arguments",
+                    notify=notify,
+                )
+            )
         if s.ensure is not None or s.enable is not None:
             state = sk["states"][s.ensure] if s.ensure else None
             if r.id not in self.restartable or s.ensure != "running":
                 tasks.append(
                     self.task(
-                        r, fill(sk["task"], {"name": s.name, "state": state, "enable": s.enable})
+                        r,
+                        fill(sk["task"], {"name": s.name, "state": state, "enable": s.enable}),
+                        kind="service",
+                        step={"name": s.name, "state": state, "enabled": s.enable},
                     )
                 )
                 return tasks
@@ -259,6 +346,8 @@ class _Builder:
                 self.task(
                     r,
                     fill(sk["task"], {"name": s.name, "state": state}),
+                    kind="service",
+                    step={"name": s.name, "state": state},
                     register=_started_var(s.name),
                 )
             )
@@ -267,6 +356,8 @@ class _Builder:
                     self.task(
                         r,
                         fill(sk["task"], {"name": s.name, "enable": s.enable}),
+                        kind="service",
+                        step={"name": s.name, "enabled": s.enable},
                         label=f"service {s.name} enabled",
                     )
                 )
@@ -275,7 +366,11 @@ class _Builder:
     def execution(self, r: Resource, e: Execution, *, handler: bool) -> dict[str, Any]:
         call = fill(platforms.skeletons("executions")["command"], {"argv": list(e.argv)})
         listen = [_topic(p) for p in e.subscribe_files] if handler else None
-        return self.task(r, call, handler=handler, listen=listen)
+        task = self.task(
+            r, call, kind="command", step={"argv": e.argv}, handler=handler, listen=listen
+        )
+        task["environment"] = {"PATH": EXEC_PATH}
+        return task
 
     def restart(self, r: Resource, s: Service) -> dict[str, Any]:
         sk = platforms.for_family("services", self.family)
@@ -286,6 +381,8 @@ class _Builder:
         return self.task(
             r,
             fill(sk["restart"], {"name": s.name}),
+            kind="restart",
+            step={"name": s.name},
             label=f"restart service {s.name}",
             handler=True,
             listen=listen,
@@ -360,4 +457,7 @@ def build(
     """
     builder = _Builder(desired, family, contents or {}, show_secrets)
     playbook = builder.build(node_name)
-    return Plan(playbook, dict(builder.origins), desired, family, dict(builder.errors))
+    play = playbook[0]
+    order = [t["name"] for t in [*play["tasks"], *play.get("handlers", [])]]
+    steps = tuple(builder.steps[name] for name in order)
+    return Plan(playbook, dict(builder.origins), desired, family, dict(builder.errors), steps)

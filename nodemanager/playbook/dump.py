@@ -31,7 +31,11 @@ class Unsafe(str):
     """A string from user input that Ansible must not template."""
 
 
-class _Dumper(yaml.SafeDumper):
+# libyaml's emitter when present: the pure-Python one takes minutes for a 50 MB file's content.
+_Base = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _Dumper(_Base):  # type: ignore[misc,valid-type]
     pass
 
 

@@ -10,6 +10,7 @@ from nodemanager.playbook.build import REDACTED, build
 from nodemanager.playbook.dump import to_yaml
 from nodemanager.playbook.errors import UnsupportedPlatform
 from nodemanager.playbook.platforms import family
+from nodemanager.playbook.steps import EXEC_PATH
 
 
 def plan_for(spec, fam="arch", **kw):
@@ -133,7 +134,12 @@ def test_subscriptions_become_handlers_executions_first():
     assert [x["name"] for x in h] == ["cs | execution /bin/reload", "cs | restart service svc"]
     assert h[1]["ansible.builtin.service"] == {"name": "svc", "state": "restarted"}
     assert all(x["listen"] == ["nodemanager changed /etc/a.conf"] for x in h)
-    assert t[-1]["ansible.builtin.command"] == {"argv": ["/bin/always"], "chdir": "/"}
+    assert t[-1]["ansible.builtin.command"] == {
+        "argv": ["/bin/always"],
+        "chdir": "/",
+        "expand_argument_vars": False,
+    }
+    assert t[-1]["environment"] == {"PATH": EXEC_PATH}
     # Started apart from enabled; the restart is skipped when this run just started the service.
     start, enable = (x for x in t if "ansible.builtin.service" in x)
     assert start["ansible.builtin.service"] == {"name": "svc", "state": "started"}

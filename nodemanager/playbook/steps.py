@@ -1,0 +1,77 @@
+"""Typed steps: what the plan does, one value per task or handler, in play order.
+
+The builder emits a step for every task and handler it renders; the renderer turns steps into
+Ansible tasks, and the executor's fast path reads only steps, never task dicts. A step carries
+its origin: the resource id, the ConfigSets declaring it and the field path in the first of them
+(``spec.files[2]``), so every report can name what a user wrote.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+StepKind = Literal[
+    "write",  # a file's content (copy)
+    "touch",  # a file that exists, bytes left alone
+    "directory",
+    "symlink",
+    "absent",
+    "purge",  # undeclared entries below a directory removed
+    "package",
+    "service",  # a service's run state and/or enablement
+    "arguments",  # a service's rc.conf arguments (FreeBSD)
+    "command",  # an execution, as a task or as a handler
+    "restart",  # a service restart handler
+]
+KINDS: tuple[StepKind, ...] = (
+    "write",
+    "touch",
+    "directory",
+    "symlink",
+    "absent",
+    "purge",
+    "package",
+    "service",
+    "arguments",
+    "command",
+    "restart",
+)
+FILE_KINDS = frozenset({"write", "touch", "directory", "symlink", "absent", "purge"})
+
+
+@dataclass(frozen=True)
+class Origin:
+    resource: str  # Resource.id, "kind:key"
+    configsets: tuple[str, ...]
+    field: str = ""  # e.g. "spec.files[2]" in the first ConfigSet
+    handler: bool = False
+    secret: bool = False
+
+
+@dataclass(frozen=True)
+class Step:
+    kind: StepKind
+    task: str  # the task's name in the rendered playbook (the key of Plan.origins)
+    origin: Origin
+    module: str  # the Ansible module the renderer calls for it
+    path: str = ""
+    content: str | None = None  # None for Secret-fed content hidden by render
+    owner: str | None = None
+    group: str | None = None
+    mode: str | None = None
+    target: str | None = None
+    create_only: bool = False
+    keep: tuple[str, ...] = ()
+    argv: tuple[str, ...] = ()
+    name: str = ""  # package or service name
+    state: str | None = None  # the module's state word
+    enabled: bool | None = None
+    notify: tuple[str, ...] = ()
+    listen: tuple[str, ...] = ()
+    conditional: bool = False  # rendered with a `when` (a restart skipped after a start)
+
+
+# The PATH every execution runs with, under Ansible (the task's `environment:`) and natively
+# alike, whatever the agent's own PATH (a venv's bin first under ansible-runner, say).
+EXEC_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

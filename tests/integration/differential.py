@@ -1,0 +1,488 @@
+"""The differential suite's cases and its comparison of host states and reports.
+
+A case is a few ConfigSet declarations under a root directory of its own (``R`` in its specs
+stands for that root) and a prior host state made by ``setup``. Many cases are batched into one
+plan (one ConfigSet per case and part, so play order interleaves as declared) and applied once
+with and once without the fast path, each on its own identical copy of the prior states.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nodemanager.api import ConfigSet
+from nodemanager.desired.merge import merge
+from nodemanager.desired.templates import Rendered
+from nodemanager.playbook.build import Plan, build
+
+Setup = Callable[[Path], None]
+
+
+@dataclass
+class Case:
+    name: str
+    parts: list[dict[str, Any]]  # ConfigSet specs, applied in this order
+    setup: Setup = lambda root: None
+    secrets: dict[str, str] = field(default_factory=dict)  # path (with R) -> Secret-fed text
+    native: bool = True  # whether the fast path should do it all (batched first)
+
+
+def _sub(value: Any, root: str) -> Any:
+    if isinstance(value, str):
+        return root + value[1:] if value == "R" or value.startswith("R/") else value
+    if isinstance(value, list):
+        return [_sub(v, root) for v in value]
+    if isinstance(value, dict):
+        return {k: _sub(v, root) for k, v in value.items()}
+    return value
+
+
+def plan_of(cases: list[Case], side: Path) -> Plan:
+    configsets, contents = [], {}
+    for case in cases:
+        root = str(side / case.name)
+        for i, spec in enumerate(case.parts):
+            configsets.append(
+                ConfigSet.from_dict(
+                    {"metadata": {"name": f"{case.name}-{i}"}, "spec": _sub(spec, root)}
+                )
+            )
+        for path, text in case.secrets.items():
+            contents[_sub(path, root)] = Rendered(text, secret=True)
+    return build(merge(configsets), "debian", "n", contents=contents)
+
+
+def prepare(cases: list[Case], side: Path) -> None:
+    side.mkdir(parents=True)
+    for case in cases:
+        (side / case.name).mkdir()
+        case.setup(side / case.name)
+
+
+def state(side: Path) -> dict[str, tuple[Any, ...]]:
+    """Type, bytes, mode, uid/gid, xattrs and link target of everything below ``side``."""
+    out: dict[str, tuple[Any, ...]] = {}
+    for dirpath, dirs, files in os.walk(side):
+        for name in sorted(dirs + files):
+            full = os.path.join(dirpath, name)
+            st = os.lstat(full)
+            kind = stat.S_IFMT(st.st_mode)
+            xattrs = {
+                k: os.getxattr(full, k, follow_symlinks=False)
+                for k in sorted(os.listxattr(full, follow_symlinks=False))
+            }
+            body: Any = None
+            if stat.S_ISREG(st.st_mode):
+                body = Path(full).read_bytes()
+            elif stat.S_ISLNK(st.st_mode):
+                body = os.readlink(full).replace(str(side), "<side>")
+            out[os.path.relpath(full, side)] = (
+                kind,
+                stat.S_IMODE(st.st_mode),
+                st.st_uid,
+                st.st_gid,
+                xattrs,
+                body,
+            )
+    return out
+
+
+def reports(results: Any, side: Path) -> dict[str, tuple[str, str]]:
+    """Status and diff per task, named without the side's directory."""
+    out = {}
+    for r in results:
+        out[r.task.replace(str(side), "<side>")] = (r.status, r.diff.replace(str(side), "<side>"))
+    return out
+
+
+# -- generated cases ---------------------------------------------------------------------------
+
+BIG = "".join(f"line {i} ünï\n" for i in range(12000))  # > Ansible's 104448-byte diff limit
+CONTENTS = [
+    "",
+    "x",
+    "x\n",
+    "ünïcödé ✓\n",
+    "123\n",
+    "yes",
+    "{{ lookup('pipe', 'id') }}\n",
+    "a\x85b\n",
+    "one\ntwo",
+    "0644\n",
+    "trailing space \n",
+    BIG,
+]
+MODES = [None, "0644", "0600", "0640", "0755", "1777", "2775", "4755"]
+OWNERS = [(None, None), ("root", "root"), ("daemon", None), (None, "daemon"), ("1", "1")]
+
+
+def _write(path: Path, data: str, mode: int = 0o644, ids: tuple[int, int] = (0, 0)) -> None:
+    path.write_text(data)
+    os.chown(path, *ids)
+    os.chmod(path, mode)
+
+
+PRIORS: dict[str, Callable[[Path, str], None]] = {
+    "absent": lambda p, c: None,
+    "same": lambda p, c: _write(p, c),
+    "other": lambda p, c: _write(p, c + "old\n"),
+    "mode": lambda p, c: _write(p, c, 0o666),
+    "owned": lambda p, c: _write(p, "old\n", 0o640, (1, 1)),
+    "special": lambda p, c: _write(p, "old\n", 0o6755),
+    "xattr": lambda p, c: (_write(p, "old\n"), os.setxattr(p, "user.kept", b"yes")),
+    "sticky-same": lambda p, c: _write(p, c, 0o1644),
+}
+# Priors the fast path leaves to Ansible (another type in the way).
+ANSIBLE_PRIORS: dict[str, Callable[[Path, str], None]] = {
+    "dir": lambda p, c: (p.mkdir(), (p / "inner").write_text("i")),
+    "link": lambda p, c: (_write(p.parent / "elsewhere", "e\n"), p.symlink_to("elsewhere")),
+    "dangling": lambda p, c: p.symlink_to("nowhere"),
+}
+
+
+def _file_case(i: int, rng: random.Random) -> Case:
+    content = rng.choice(CONTENTS)
+    mode = rng.choice(MODES)
+    owner, group = rng.choice(OWNERS)
+    in_the_way = rng.random() < 0.15
+    priors = ANSIBLE_PRIORS if in_the_way else PRIORS
+    prior = rng.choice(sorted(priors))
+    spec: dict[str, Any] = {"path": "R/f", "content": content}
+    for k, v in (("mode", mode), ("owner", owner), ("group", group)):
+        if v is not None:
+            spec[k] = v
+    return Case(
+        f"w{i:03d}-{prior}",
+        [{"files": [spec]}],
+        lambda root, prior=prior, content=content: priors[prior](root / "f", content),
+        native=not in_the_way,
+    )
+
+
+def _mkdir(path: Path, mode: int = 0o755, ids: tuple[int, int] = (0, 0)) -> None:
+    path.mkdir()
+    os.chown(path, *ids)
+    os.chmod(path, mode)
+
+
+def _fixed_cases() -> list[Case]:
+    c: list[Case] = []
+    # directories
+    for prior, setup in {
+        "absent": lambda r: None,
+        "same": lambda r: _mkdir(r / "d", 0o750),
+        "mode": lambda r: _mkdir(r / "d", 0o777),
+        "owner": lambda r: _mkdir(r / "d", 0o750, (1, 1)),
+        "setgid": lambda r: _mkdir(r / "d", 0o2750),
+    }.items():
+        for mode in ("0750", "2775", None):
+            spec = {"path": "R/d", "ensure": "directory", **({"mode": mode} if mode else {})}
+            c.append(Case(f"dir-{prior}-{mode}", [{"files": [spec]}], setup))
+    c.append(
+        Case(
+            "dir-file-in-the-way",
+            [{"files": [{"path": "R/d", "ensure": "directory"}]}],
+            lambda r: (r / "d").write_text("x"),
+            native=False,
+        )
+    )
+    c.append(
+        Case(
+            "dir-nested-child-first",
+            [
+                {
+                    "files": [
+                        {"path": "R/a/b/c", "ensure": "directory", "mode": "0700"},
+                        {"path": "R/a", "ensure": "directory", "mode": "0755"},
+                        {"path": "R/a/b/c/f", "content": "deep\n"},
+                    ]
+                }
+            ],
+            native=False,
+        )
+    )
+    c.append(
+        Case(
+            "dir-nested-parent-first",
+            [
+                {
+                    "files": [
+                        {"path": "R/a", "ensure": "directory", "mode": "0700"},
+                        {"path": "R/a/b", "ensure": "directory", "owner": "daemon"},
+                        {"path": "R/a/b/f", "content": "deep\n", "mode": "0600"},
+                    ]
+                }
+            ],
+        )
+    )
+    # files without content
+    for prior, setup in {
+        "absent": lambda r: None,
+        "exists": lambda r: _write(r / "t", "keep me\n", 0o640),
+        "mode": lambda r: _write(r / "t", "keep me\n", 0o604),
+        "special": lambda r: _write(r / "t", "keep me\n", 0o4755),
+    }.items():
+        c.append(Case(f"touch-{prior}", [{"files": [{"path": "R/t", "mode": "0640"}]}], setup))
+        c.append(Case(f"touch-nomode-{prior}", [{"files": [{"path": "R/t"}]}], setup))
+    # symlinks
+    links = {
+        "absent": lambda r: None,
+        "same": lambda r: (r / "l").symlink_to("target"),
+        "other": lambda r: (r / "l").symlink_to("other"),
+        "file": lambda r: (r / "l").write_text("x"),
+        "empty-dir": lambda r: (r / "l").mkdir(),
+    }
+    for prior, setup in links.items():
+        for target in ("target", "R/target", "missing"):
+            c.append(
+                Case(
+                    f"link-{prior}-{target.replace('R/', 'abs-')}",
+                    [{"files": [{"path": "R/l", "ensure": "symlink", "target": target}]}],
+                    setup,
+                    native=False,
+                )
+            )
+    # absent
+    for prior, setup in {
+        "absent": lambda r: None,
+        "file": lambda r: (r / "g").write_text("x"),
+        "tree": lambda r: (_mkdir(r / "g"), (r / "g" / "x").write_text("x")),
+        "link": lambda r: (r / "g").symlink_to("/etc/hostname"),
+    }.items():
+        c.append(
+            Case(
+                f"absent-{prior}",
+                [{"files": [{"path": "R/g", "ensure": "absent"}]}],
+                setup,
+                native=prior == "absent",
+            )
+        )
+    # purge
+    for prior, setup in {
+        "clean": lambda r: (_mkdir(r / "p"), (r / "p" / "keep").write_text("k\n")),
+        "stray": lambda r: (
+            _mkdir(r / "p"),
+            (r / "p" / "keep").write_text("k\n"),
+            (r / "p" / "stray").write_text("s"),
+        ),
+        "stray-dir": lambda r: (
+            _mkdir(r / "p"),
+            _mkdir(r / "p" / "sub"),
+            (r / "p" / "sub" / "x").write_text("s"),
+        ),
+    }.items():
+        c.append(
+            Case(
+                f"purge-{prior}",
+                [
+                    {
+                        "files": [
+                            {"path": "R/p", "ensure": "directory", "purge": True},
+                            {"path": "R/p/keep", "content": "k\n"},
+                        ]
+                    }
+                ],
+                setup,
+                native=prior == "clean",
+            )
+        )
+    # createOnly, plain and Secret-fed
+    for prior, setup in {
+        "absent": lambda r: None,
+        "exists": lambda r: _write(r / "c", "the host's own\n", 0o640),
+    }.items():
+        c.append(
+            Case(
+                f"create-only-{prior}",
+                [{"files": [{"path": "R/c", "content": "default\n", "createOnly": True}]}],
+                setup,
+            )
+        )
+        c.append(
+            Case(
+                f"create-only-secret-{prior}",
+                [
+                    {
+                        "files": [
+                            {
+                                "path": "R/c",
+                                "template": "{{ s }}",
+                                "secretRefs": [{"name": "s"}],
+                                "createOnly": True,
+                            }
+                        ]
+                    }
+                ],
+                setup,
+                secrets={"R/c": "secret default\n"},
+            )
+        )
+    for prior, setup in {
+        "absent": lambda r: None,
+        "same": lambda r: _write(r / "s", "token=1\n", 0o600),
+        "other": lambda r: _write(r / "s", "token=0\n", 0o600),
+        "mode": lambda r: _write(r / "s", "token=1\n", 0o644),
+    }.items():
+        c.append(
+            Case(
+                f"secret-{prior}",
+                [
+                    {
+                        "files": [
+                            {"path": "R/s", "template": "{{ s }}", "secretRefs": [{"name": "s"}]}
+                        ]
+                    }
+                ],
+                setup,
+                secrets={"R/s": "token=1\n"},
+            )
+        )
+    # symbolic and unusual modes, numeric owners: Ansible's to interpret
+    c.append(
+        Case("mode-symbolic", [{"files": [{"path": "R/f", "content": "x\n", "mode": "u=rw"}]}])
+    )
+    return c
+
+
+def _log(root_expr: str, word: str) -> dict[str, Any]:
+    """An execution appending ``word`` to the side's log (order of runs is compared)."""
+    return {"command": "/bin/sh", "args": ["-c", f'echo {word} >> "$1"', "sh", root_expr]}
+
+
+def _exec_cases() -> list[Case]:
+    c: list[Case] = []
+    log = "R/../log"
+    # A handler notified by a native write, and nothing else.
+    c.append(
+        Case(
+            "h-native",
+            [
+                {
+                    "files": [{"path": "R/a", "content": "v2\n"}],
+                    "executions": [{**_log(log, "h-native-handler"), "subscribe_files": ["R/a"]}],
+                }
+            ],
+            lambda r: _write(r / "a", "v1\n"),
+        )
+    )
+    # One handler notified by a native write and by a file left to Ansible: runs once, at the end.
+    c.append(
+        Case(
+            "h-split",
+            [
+                {
+                    "files": [
+                        {"path": "R/a", "content": "v2\n"},
+                        {"path": "R/b", "content": "v2\n"},
+                    ],
+                    "executions": [
+                        {**_log(log, "h-split-handler"), "subscribe_files": ["R/a", "R/b"]}
+                    ],
+                }
+            ],
+            lambda r: (_write(r / "a", "v1\n"), (r / "b").symlink_to("a")),
+            native=False,
+        )
+    )
+    # Purge and a file notify the same handler.
+    c.append(
+        Case(
+            "h-purge",
+            [
+                {
+                    "files": [
+                        {"path": "R/p", "ensure": "directory", "purge": True},
+                        {"path": "R/p/k", "content": "k\n"},
+                    ],
+                    "executions": [
+                        {**_log(log, "h-purge-handler"), "subscribe_files": ["R/p", "R/p/k"]}
+                    ],
+                }
+            ],
+            lambda r: (_mkdir(r / "p"), (r / "p" / "stray").write_text("s")),
+            native=False,
+        )
+    )
+    # An execution after a task left to Ansible sees that task's effect.
+    c.append(
+        Case(
+            "x-after-link",
+            [
+                {
+                    "files": [{"path": "R/l", "ensure": "symlink", "target": "R/a"}],
+                    "executions": [
+                        {
+                            "command": "/bin/sh",
+                            "args": [
+                                "-c",
+                                'test -L "$2" && echo x-after-link >> "$1"',
+                                "sh",
+                                log,
+                                "R/l",
+                            ],
+                        }
+                    ],
+                }
+            ],
+            native=False,
+        )
+    )
+    # An execution changes a file a later ConfigSet declares: probed after it ran.
+    c.append(
+        Case(
+            "x-then-file",
+            [
+                {
+                    "executions": [
+                        {"command": "/bin/sh", "args": ["-c", 'echo drift > "$1"', "sh", "R/f"]}
+                    ]
+                },
+                {"files": [{"path": "R/f", "content": "declared\n"}]},
+            ],
+            lambda r: _write(r / "f", "declared\n"),
+        )
+    )
+    # PATH and $VAR: the same world on both paths.
+    c.append(
+        Case(
+            "x-env",
+            [
+                {
+                    "executions": [
+                        {
+                            "command": "/bin/sh",
+                            "args": ["-c", 'echo "$PATH $2" >> "$1"', "sh", log, "$HOME ~"],
+                        },
+                        {"command": "sh", "args": ["-c", 'echo relative-argv0 >> "$1"', "sh", log]},
+                    ]
+                }
+            ],
+        )
+    )
+    # A failing execution, and one that is not there.
+    c.append(
+        Case(
+            "x-fail",
+            [
+                {
+                    "executions": [
+                        {"command": "/bin/sh", "args": ["-c", "exit 3"]},
+                        {"command": "R/missing-binary"},
+                    ]
+                }
+            ],
+        )
+    )
+    return c
+
+
+def cases(n_generated: int = 110) -> list[Case]:
+    rng = random.Random(20261123)
+    generated = [_file_case(i, rng) for i in range(n_generated)]
+    return generated + _fixed_cases() + _exec_cases()
