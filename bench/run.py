@@ -114,6 +114,71 @@ def bench_enforce() -> None:
         )
 
 
+def _peak(argv: list[str]) -> tuple[float, float]:
+    """Seconds and peak RSS (MB) of one command, the command alone (a fresh process)."""
+    probe = (
+        "import resource, subprocess, sys, time; t = time.perf_counter(); "
+        "p = subprocess.run(sys.argv[1:], capture_output=True); e = time.perf_counter() - t; "
+        "assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]; "
+        "print(e, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe, *argv], capture_output=True, text=True, check=True
+    ).stdout.split()
+    return float(out[0]), float(out[1])
+
+
+def bench_large() -> None:
+    """A 50 MB file: applied with the fast path (native write) and through Ansible (the content
+    goes as a src file), and rendered; seconds and peak RSS of the nodemanager process."""
+    size = int(os.environ.get("BENCH_LARGE_MB", "50")) << 20
+    line = "0123456789 abcdefghij ABCDEFGHIJ ünïcödé {{ not a template }}\n"
+    content = (line * (size // len(line.encode()) + 1))[: size // 2]
+    content = content + content  # about `size` bytes, built without a second huge copy
+    runs: dict[str, list[tuple[float, float]]] = {
+        "apply": [],
+        "apply --no-fast-path": [],
+        "render": [],
+    }
+    with tempfile.TemporaryDirectory(prefix="nm-bench-large-") as tmp:
+        root = Path(tmp)
+        target = root / "big.txt"
+        cs = root / "big.yaml"
+        cs.write_text(
+            yaml.dump(
+                {
+                    "apiVersion": "common.nodemanager/v1",
+                    "kind": "ConfigSet",
+                    "metadata": {"name": "big"},
+                    "spec": {"selector": {}, "files": [{"path": str(target), "content": content}]},
+                },
+                Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper),
+                width=1000,
+            )
+        )
+        nm = str(BIN / "nodemanager")
+        for _ in range(REPEATS):
+            for label, argv in (
+                ("apply", [nm, "apply", "-f", str(cs)]),
+                ("apply --no-fast-path", [nm, "apply", "--no-fast-path", "-f", str(cs)]),
+                ("render", [nm, "render", "-f", str(cs), "-o", str(root / "out.yml")]),
+            ):
+                if label != "render":
+                    target.unlink(missing_ok=True)  # a new file every time: the full write
+                runs[label].append(_peak(argv))
+                assert target.stat().st_size == len(content.encode())
+    save(
+        "large",
+        {
+            "content_mb": round(len(content.encode()) / 2**20, 1),
+            "repeats": REPEATS,
+            "median_seconds": {k: statistics.median(t for t, _ in v) for k, v in runs.items()},
+            "median_peak_rss_mb": {k: statistics.median(m for _, m in v) for k, v in runs.items()},
+            "runs": runs,
+        },
+    )
+
+
 def bench_idle() -> None:
     from nodemanager.agent.metrics import Metrics
     from nodemanager.agent.reconcile import Reconciler
@@ -287,7 +352,7 @@ def bench_daemon() -> None:
 
 
 def main(argv: list[str]) -> int:
-    chosen = argv or ["enforce", "idle", "daemon", "fanout"]
+    chosen = argv or ["enforce", "large", "idle", "daemon", "fanout"]
     for name in chosen:
         if name == "fanout":
             from bench.fanout import main as fanout

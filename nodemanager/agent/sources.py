@@ -40,6 +40,17 @@ def _text(path: Path) -> str:
     return sys.stdin.read() if str(path) == "-" else path.read_text()
 
 
+def _documents_of(path: Path) -> list[Any]:
+    """The YAML documents of a file, parsed with libyaml when present and streamed from the
+    file: the pure-Python parser takes minutes for a 50 MB content, and the whole text would
+    be held beside its parse."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    if str(path) == "-":
+        return list(yaml.load_all(_text(path), Loader=loader))
+    with open(path, "rb") as stream:
+        return list(yaml.load_all(stream, Loader=loader))
+
+
 def _meant_as_configset(doc: Any, kind: Any) -> bool:
     """A document to parse as a ConfigSet: one without kind, one of kind ConfigSet in any case
     (``Configset`` is a mistake to report, not another kind to skip), or any kind in our API
@@ -73,7 +84,7 @@ def load(paths: Iterable[str]) -> Loaded:
     out = Loaded()
     for path in _files(paths):
         try:
-            docs = list(yaml.safe_load_all(_text(path)))
+            docs = _documents_of(path)
         except (OSError, yaml.YAMLError) as e:
             out.errors.append(f"{path}: {e}")
             continue
