@@ -17,6 +17,7 @@ import re
 import shutil
 import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from nodemanager.playbook.steps import Step
@@ -101,18 +102,28 @@ def apply(path: Path, step: Step) -> bool:
     return changed
 
 
-def same_bytes(path: Path, want: bytes) -> bool:
-    """Whether the file holds exactly ``want``, read in chunks (a 50 MB file is never held
-    twice)."""
-    if path.stat().st_size != len(want):
+_CHUNK = 1 << 20
+
+
+def chunks(text: str) -> Iterator[bytes]:
+    """``text`` as UTF-8, a chunk at a time: a 50 MB content is never encoded whole."""
+    for at in range(0, len(text), _CHUNK):
+        yield text[at : at + _CHUNK].encode()
+
+
+def encoded_size(text: str) -> int:
+    return len(text) if text.isascii() else sum(len(c) for c in chunks(text))
+
+
+def same_bytes(path: Path, text: str) -> bool:
+    """Whether the file holds exactly ``text`` encoded as UTF-8, compared chunk by chunk."""
+    if path.stat().st_size != encoded_size(text):
         return False
-    view, chunk, at = memoryview(want), 1 << 20, 0
     with open(path, "rb") as f:
-        while block := f.read(chunk):
-            if view[at : at + len(block)] != block:
+        for block in chunks(text):
+            if f.read(len(block)) != block:
                 return False
-            at += len(block)
-    return at == len(want)
+        return f.read(1) == b""
 
 
 def umask() -> int:
@@ -121,14 +132,15 @@ def umask() -> int:
     return current
 
 
-def replace(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically. An existing file's owner, group, mode (with its
-    special bits), xattrs and flags carry over, as in Ansible's atomic_move; a new file gets
-    0666 less the umask, as Ansible's copy gives it."""
+def replace(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically. An existing file's owner, group, mode
+    (with its special bits), xattrs and flags carry over, as in Ansible's atomic_move; a new
+    file gets 0666 less the umask, as Ansible's copy gives it."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            for block in chunks(text):
+                f.write(block)
             f.flush()
             os.fsync(f.fileno())
         if path.exists():

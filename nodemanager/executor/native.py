@@ -58,7 +58,6 @@ def _write(step: Step, check: bool, want_diff: bool) -> TaskResult:
     path = Path(step.path)
     _parent_ok(path)
     attrs.uid_of(step.owner), attrs.gid_of(step.group), attrs.mode_of(step.mode)
-    want = step.content.encode()
     try:
         st = path.lstat()
     except FileNotFoundError:
@@ -67,9 +66,10 @@ def _write(step: Step, check: bool, want_diff: bool) -> TaskResult:
         raise Declined("another type in the way")
     if st is not None and step.create_only:
         return _result(step, "ok")
-    same = st is not None and attrs.same_bytes(path, want)
+    same = st is not None and attrs.same_bytes(path, step.content)
     diff = ""
-    if want_diff and not same and len(want) <= MAX_DIFF and (st is None or st.st_size <= MAX_DIFF):
+    small = st is None or st.st_size <= MAX_DIFF
+    if want_diff and not same and small and attrs.encoded_size(step.content) <= MAX_DIFF:
         old = path.read_bytes() if st is not None else b""
         if b"\0" not in old and "\0" not in step.content:  # binary: Ansible shows none
             diff = diff_text(step.path, old.decode(errors="replace"), step.content)
@@ -77,7 +77,7 @@ def _write(step: Step, check: bool, want_diff: bool) -> TaskResult:
         changed = not same or st is None or not attrs.matches(st, step)
         return _result(step, "changed" if changed else "ok", diff)
     if not same or st is None:
-        attrs.replace(path, want)
+        attrs.replace(path, step.content)
         attrs.apply(path, step)
         return _result(step, "changed", diff)
     return _result(step, "changed" if attrs.apply(path, step) else "ok")

@@ -36,7 +36,7 @@ def _write(step: Step) -> Verdict:
         return None  # a link, directory or device in the way: Ansible's rules apply
     if step.create_only:
         return True  # force: false on an existing file: copy changes nothing at all
-    if st.st_size < len(step.content) or not same_bytes(path, step.content.encode()):
+    if not same_bytes(path, step.content):
         return False
     return matches(st, step)
 

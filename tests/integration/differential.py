@@ -343,10 +343,6 @@ def _fixed_cases() -> list[Case]:
                 secrets={"R/s": "token=1\n"},
             )
         )
-    # symbolic and unusual modes, numeric owners: Ansible's to interpret
-    c.append(
-        Case("mode-symbolic", [{"files": [{"path": "R/f", "content": "x\n", "mode": "u=rw"}]}])
-    )
     return c
 
 
