@@ -274,7 +274,7 @@ def _spill_large_content(playbook: list[dict[str, Any]], where: Path) -> list[di
     into a file itself, without emitting and parsing megabytes of YAML."""
     plays = []
     for play in playbook:
-        tasks = []
+        tasks: list[dict[str, Any]] = []
         for task in play["tasks"]:
             params = task.get("ansible.builtin.copy")
             content = params.get("content") if isinstance(params, dict) else None
@@ -290,7 +290,7 @@ def _spill_large_content(playbook: list[dict[str, Any]], where: Path) -> list[di
     return plays
 
 
-def _startup_error(runner) -> str:
+def _startup_error(runner: Any) -> str:
     """Ansible's own words when it failed before any task ran: no task output exists yet, so
     nothing of the host's files can be in them."""
     try:
