@@ -29,7 +29,7 @@ def node(kubeconfig, tmp_path):
     rbac = nm("rbac", "--hostname", name, "-n", ns, "--node-labels", "role=web")
     assert rbac.returncode == 0, rbac.stderr
     applied = subprocess.run(
-        ["kubectl", "--kubeconfig", kubeconfig, "apply", "--server-side", "-f", "-"],
+        ["kubectl", "--kubeconfig", kubeconfig, "apply", "-f", "-"],  # as the README says
         input=rbac.stdout,
         capture_output=True,
         text=True,
