@@ -161,7 +161,7 @@ def bench_large() -> None:
             for label, argv in (
                 ("apply", [nm, "apply", "-f", str(cs)]),
                 ("apply --no-fast-path", [nm, "apply", "--no-fast-path", "-f", str(cs)]),
-                ("render", [nm, "render", "-f", str(cs), "-o", str(root / "out.yml")]),
+                ("render", [nm, "render", "-f", str(cs), "--out", str(root / "out.yml")]),
             ):
                 if label != "render":
                     target.unlink(missing_ok=True)  # a new file every time: the full write
