@@ -179,11 +179,24 @@ def bench_large() -> None:
     )
 
 
+IDLE_SIZES = [int(n) for n in os.environ.get("BENCH_IDLE_SIZES", "50,2000").split(",")]
+
+
 def bench_idle() -> None:
+    """Per size: N/50 ConfigSets of 50 resources each (50 -> one, 2,000 -> 40)."""
+    out = {}
+    for size in IDLE_SIZES:
+        out[str(size)] = idle_once(size)
+        print(f"idle {size} resources: median {out[str(size)]['median_ms']:.2f} ms")
+    save("idle", out)
+
+
+def idle_once(size: int) -> dict:
     from nodemanager.agent.metrics import Metrics
     from nodemanager.agent.reconcile import Reconciler
     from nodemanager.agent.state import Snapshot, StateStore
-    from nodemanager.executor.run import apply
+    from nodemanager.executor.events import TaskResult
+    from nodemanager.executor.run import RunResult, apply
 
     with tempfile.TemporaryDirectory(prefix="nm-bench-") as tmp:
         tmp = Path(tmp)
@@ -194,6 +207,14 @@ def bench_idle() -> None:
             calls["ansible"] += result.ansible
             return result
 
+        def converged(plan, **kw):
+            # Only the idle reconciles are timed: the first one records every task as applied
+            # (nothing is written to the host), so 2,000 resources need no first Ansible run.
+            results = tuple(
+                TaskResult(name, o.resource, o.configsets, "ok") for name, o in plan.origins.items()
+            )
+            return RunResult("successful", 0, results, ansible=False)
+
         r = Reconciler(
             name="bench",
             managed_labels={"kubernetes.io/hostname": "bench"},
@@ -202,30 +223,38 @@ def bench_idle() -> None:
             metrics=Metrics(),
             agent_version="bench",
             observe=lambda: {},
-            run=counting_apply,
+            run=converged,
         )
-        cs = fifty(tmp / "root", packages=False)
-        cs["metadata"].update(namespace="bench", resourceVersion="1", generation=1)
+        configsets = []
+        for i in range(max(1, size // 50)):
+            cs = fifty(tmp / f"root{i}", packages=False)
+            cs["metadata"].update(
+                name=f"bench-{i:03d}", namespace="bench", resourceVersion=str(i + 1), generation=1
+            )
+            cs["metadata"]["uid"] = f"uid-{i}"
+            for e in cs["spec"]["executions"]:  # distinct commands: no conflicts between sets
+                e["args"] = [*e["args"], f"set-{i}"]
+            configsets.append(cs)
         snap = Snapshot(
-            node={"metadata": {"name": "bench", "labels": {}, "generation": 1}}, configsets=[cs]
+            node={"metadata": {"name": "bench", "labels": {}, "generation": 1}},
+            configsets=configsets,
         )
         r.reconcile(snap, full=True)
+        r.run = counting_apply
         before = calls["ansible"]
         times = []
-        for _ in range(200):
+        for _ in range(200 if size <= 50 else 50):
             started = time.perf_counter()
             r.reconcile(snap, full=False)
             times.append(time.perf_counter() - started)
-        save(
-            "idle",
-            {
-                "resources": 50,
-                "iterations": 200,
-                "median_ms": statistics.median(times) * 1000,
-                "p95_ms": sorted(times)[int(0.95 * len(times))] * 1000,
-                "ansible_runs_during_idle_reconciles": calls["ansible"] - before,
-            },
-        )
+        return {
+            "resources": size,
+            "configsets": len(configsets),
+            "iterations": len(times),
+            "median_ms": statistics.median(times) * 1000,
+            "p95_ms": sorted(times)[int(0.95 * len(times))] * 1000,
+            "ansible_runs_during_idle_reconciles": calls["ansible"] - before,
+        }
 
 
 def bench_daemon() -> None:

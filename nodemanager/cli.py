@@ -49,7 +49,7 @@ def _local_plan(
         local = plan_files(files, node, show_secrets=show_secrets)
     except (PlaybookError, ValueError) as e:
         raise click.ClickException(str(e)) from e
-    for error in local.loaded.errors:
+    for error in local.load_errors:
         click.echo(f"error: {error}", err=True)
     for resource, message in local.errors.items():
         click.echo(f"error: {resource}: {message}", err=True)
@@ -408,7 +408,7 @@ def render(
         write_atomic(output, text.encode(), mode=0o600 if local.plan.has_secrets else 0o644)
     else:
         click.echo(text, nl=False)
-    if local.loaded.errors or local.errors:
+    if local.load_errors or local.errors:
         sys.exit(1)
 
 
@@ -466,13 +466,13 @@ def apply(
             f"{s.name}: {s.ok} ok, {s.changed} {verb}, {s.failed} failed"
             + (f", {len(s.conflicts)} conflicts" if s.conflicts else "")
         )
-        for resource, message in s.failures:
-            click.echo(f"  failed {resource}: {message}")
+        for failure in s.failures:
+            click.echo(f"  failed {failure}")
         for resource in s.conflicts:
             click.echo(f"  conflict {resource}: declared differently elsewhere; not applied")
     if run.status != "successful" and not any(r.status == "failed" for r in run.results):
         click.echo(run.breakdown(), err=True)
-    if run.failed or local.loaded.errors or local.errors or local.desired.conflicts:
+    if run.failed or local.load_errors or local.errors or local.desired.conflicts:
         sys.exit(1)
 
 

@@ -19,13 +19,12 @@ from typing import Any
 from nodemanager import __version__
 from nodemanager.agent.health import serve_health, serve_metrics
 from nodemanager.agent.hostfeatures import HostFeatures
+from nodemanager.agent.identity import identify
 from nodemanager.agent.metrics import Metrics
 from nodemanager.agent.reconcile import Reconciler
 from nodemanager.agent.state import Snapshot, StateStore
 from nodemanager.agent.status import differs
 from nodemanager.api import ConfigSet, parse_duration
-from nodemanager.host import labels as host_labels
-from nodemanager.host import osinfo
 from nodemanager.host.observe import observe
 from nodemanager.kube import watches
 from nodemanager.kube.client import ClientFactory
@@ -33,7 +32,6 @@ from nodemanager.kube.errors import Forbidden
 from nodemanager.kube.informer import Backoff, Informer, Kind
 from nodemanager.kube.nodes import NodeClient
 from nodemanager.kube.notify import NOTIFIED_AT, NOTIFIED_BY, Notifier
-from nodemanager.playbook import platforms
 
 log = logging.getLogger(__name__)
 LEASE_PERIOD = 10.0
@@ -81,15 +79,11 @@ class Daemon:
         self.opts = opts
         self.stop = threading.Event()
         self.dirty = Dirty()
-        self.name = opts.hostname or host_labels.hostname()
+        identity = identify(opts.hostname, custom=opts.node_labels)
+        self.name, self.managed_labels = identity.name, dict(identity.labels)
         self.metrics = Metrics(node=self.name)
         self._offline = False  # announced once when it starts and when it ends
         self.fatal: str | None = None  # why the agent stopped itself (non-zero exit)
-        release = osinfo.read_os_release()
-        system = osinfo.kube_os()
-        self.managed_labels = host_labels.node_labels(
-            self.name, release, osinfo.kube_arch(), system, opts.node_labels
-        )
         self.clients = ClientFactory(
             opts.kubeconfig, on_request=lambda m: self.metrics.api_requests.labels(m).inc()
         )
@@ -99,7 +93,7 @@ class Daemon:
         self.reconciler = Reconciler(
             name=self.name,
             managed_labels=self.managed_labels,
-            family=platforms.family_or_unsupported(release.id, release.id_like),
+            family=identity.family,
             store=self.store,
             metrics=self.metrics,
             agent_version=__version__,

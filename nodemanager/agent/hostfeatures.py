@@ -61,7 +61,7 @@ class HostFeatures:
     def before_change(
         self, plan: Plan, contents: Mapping[str, Rendered]
     ) -> Callable[[list[str]], None]:
-        files = {r.id: r.spec for r in plan.desired.of_kind("file")}
+        files: dict[str, object] = {r.id: r.spec for r in plan.desired.of_kind("file")}
 
         def backup(resources: list[str]) -> None:
             due = []

@@ -25,7 +25,7 @@ from prometheus_client import (
 )
 
 from nodemanager import __version__
-from nodemanager.desired.merge import DesiredState
+from nodemanager.desired.merge import DesiredState, ResourceId
 from nodemanager.executor.events import TaskResult
 
 prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -172,12 +172,14 @@ class Metrics:
     ) -> None:
         """Count each task that did something (changed) or failed, by what it did. ``desired``
         (the plan's DesiredState) says what a package or service task was asked for."""
-        specs = {r.id: r.spec for r in desired.resources} if desired is not None else {}
+        specs: dict[str, object] = (
+            {r.id: r.spec for r in desired.resources} if desired is not None else {}
+        )
         for r in results:
             result = RESULT.get(r.status)
             if result is None or r.status == "ok":
                 continue
-            kind = r.resource.split(":", 1)[0]
+            kind = ResourceId(r.resource).kind
             spec = specs.get(r.resource)
             if kind == "file":
                 for configset in r.configsets or ("",):

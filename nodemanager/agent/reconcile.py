@@ -1,66 +1,72 @@
-"""Reconcile the whole node from a snapshot of the cache: select, merge, render, plan, run.
+"""Reconcile the whole node from a snapshot of the cache: plan, decide, run, outcomes.
 
-Ansible runs only for resources whose planned tasks differ from what last applied cleanly
-(digests kept under --state-dir), or for everything when a drift check is due. A reconcile
-returns the status it wants and when to come back; it never sleeps and never writes status
-itself (the daemon does, only when it changed).
+- plan (``agent/plan.py``): parse, select, merge, render, build; cached while inputs are equal.
+- decide: only resources whose planned tasks differ from what last applied cleanly run
+  (digests kept under --state-dir), or everything when a drift check is due.
+- run: the executor (fast path, then Ansible for the rest).
+- outcomes: one ``ConfigSetResult`` per ConfigSet, then the status, an Event, the notifications.
+
+A reconcile returns the status it wants and when to come back (``Result``); it never sleeps and
+never writes status itself (the daemon does, only when it changed). A failure comes back after
+an exponential backoff with jitter (``nodemanager/backoff.py``), reset when the inputs change.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from nodemanager.agent.hostfeatures import HostFeatures
+from nodemanager.agent.identity import NodeIdentity
 from nodemanager.agent.metrics import Metrics
+from nodemanager.agent.plan import NodePlan, Planner
 from nodemanager.agent.report import log_outcomes, log_results
-from nodemanager.agent.state import Applied, Snapshot, StateStore
-from nodemanager.agent.status import ConfigSetOutcome, compute
-from nodemanager.api import ConfigSet, InvalidObject, Node
-from nodemanager.desired.merge import merge
-from nodemanager.desired.select import matches, select
-from nodemanager.desired.templates import TemplateData, render_templates
+from nodemanager.agent.sources import Snapshot
+from nodemanager.agent.state import Applied, StateStore
+from nodemanager.agent.status import compute
+from nodemanager.api import ConfigSet
+from nodemanager.backoff import Backoff
 from nodemanager.executor.errors import ExecutorError
 from nodemanager.executor.run import RunResult, apply
-from nodemanager.executor.summary import summarize
-from nodemanager.playbook.build import build
+from nodemanager.executor.summary import ConfigSetResult, Failure, summarize
+from nodemanager.playbook.build import Plan
 
 log = logging.getLogger(__name__)
-RETRY_AFTER_FAILURE = 60.0
+RETRY_BASE, RETRY_CAP = 5.0, 300.0  # seconds: a failed apply is retried after 2.5-5 s, ... 5 min
 
 
 @dataclass(frozen=True)
 class Result:
+    """What one reconcile wants: the status to write and when to be called again.
+
+    ``requeue_after`` is set only after a failure (seconds, backed off); the daemon comes back
+    earlier anyway when an input changes. ``event`` is (reason, message, warning)."""
+
     status: dict[str, Any]
     ran: bool = False
     failed: bool = False
     requeue_after: float | None = None
-    event: tuple[str, str, bool] | None = None  # (reason, message, warning)
+    event: tuple[str, str, bool] | None = None
     # ConfigSets whose spec.notifies[] are due: they changed something and applied cleanly.
     notify: tuple[ConfigSet, ...] = ()
 
 
-def _invalid_matching(raw: Mapping[str, Any], labels: Mapping[str, str]) -> str | None:
-    """The error of an invalid ConfigSet that targets this node, shown in this node's status."""
-    try:
-        ConfigSet.from_dict(raw)
-        return None
-    except InvalidObject as e:
-        error = "; ".join(str(x) for x in e.errors)
-    meta = raw.get("metadata") or {}
-    try:
-        probe = ConfigSet.from_dict(
-            {
-                "metadata": meta,
-                "spec": {k: v for k, v in (raw.get("spec") or {}).items() if k == "selector"},
-            }
-        )
-    except InvalidObject:
-        return error  # even its selector is broken: report it rather than hide it
-    return error if matches(probe, labels) else None
+@dataclass(frozen=True)
+class Decision:
+    """What to run: a plan limited to ``resources`` (every resource on a drift check)."""
+
+    plan: Plan
+    resources: frozenset[str]
+
+
+@dataclass
+class Run:
+    decision: Decision
+    result: RunResult
+    configsets: set[str] = field(default_factory=set)  # ConfigSets with a task in the run
 
 
 class Reconciler:
@@ -78,139 +84,139 @@ class Reconciler:
         clock: Callable[[], str] | None = None,
         host: HostFeatures | None = None,
     ):
-        self.name, self.managed_labels, self.family = name, dict(managed_labels), family
+        self.name = name
+        self.planner = Planner(NodeIdentity(name, dict(managed_labels), family))
         self.store, self.metrics, self.agent_version = store, metrics, agent_version
         self.observe, self.run = observe, run
         self.host = host  # file backups and the WireGuard key (agent/hostfeatures.py)
         self.clock = clock or (lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         self.applied: Applied = store.load()
+        self.retry = Backoff(RETRY_BASE, RETRY_CAP)
+        self._failed_inputs: Hashable = None
         self._observed: Mapping[str, Any] | None = None
 
-    def labels(self, node: Mapping[str, Any]) -> dict[str, str]:
-        return {**((node.get("metadata") or {}).get("labels") or {}), **self.managed_labels}
-
     def uses_nodes(self, snap: Snapshot) -> bool:
-        return any(
-            "nodes" in (f.get("template") or "")
-            for cs in snap.configsets
-            for f in (cs.get("spec") or {}).get("files") or []
-        )
+        return self.planner.uses_nodes(snap)
 
     def reconcile(self, snap: Snapshot, *, full: bool) -> Result:
+        """plan -> decide -> run -> outcomes, then the status, Event and notifications."""
         now = self.clock()
-        labels = self.labels(snap.node)
-        parsed, invalid = [], {}
-        for raw in snap.configsets:
-            try:
-                parsed.append(ConfigSet.from_dict(raw))
-            except InvalidObject as e:
-                error = _invalid_matching(raw, labels)
-                if error:
-                    invalid[e.name] = (raw, error)
-
-        merged = merge(select(parsed, labels))
-        me = Node(self.name, labels, (snap.node or {}).get("status") or {})
-        others = tuple(Node.from_dict(n) for n in snap.nodes)
-        desired, contents, template_failures = render_templates(
-            merged, TemplateData(me, others, snap.secrets, snap.configmaps)
+        planned = self.planner.plan(snap)
+        decision = self.decide(planned, full=full)
+        run = self.execute(decision, planned) if decision else None
+        results = self.outcomes(planned, run, snap, now)
+        failed = any(r.failures for r in results)
+        self._count(planned, results, run, failed)
+        self.applied.snapshot = snap
+        self.store.save(self.applied, inputs=planned.key)
+        status, host_event = self._status(snap, results, full=full, now=now)
+        return Result(
+            status,
+            ran=bool(run and run.result.ansible),
+            failed=failed,
+            requeue_after=self._requeue(planned, failed),
+            event=_event(planned, results, run, failed) or host_event,
+            notify=_due_notifications(planned, results, run),
         )
-        plan = build(desired, self.family, self.name, contents=contents)
-        digests = plan.resource_digests()
-        changed = {rid for rid, d in digests.items() if self.applied.digests.get(rid) != d}
 
-        run_result, involved = None, set()
-        if full or changed:
-            to_run = plan if full else plan.only(changed)
-            involved = {name for o in to_run.origins.values() for name in o.configsets}
-            started = time.monotonic()
-            try:
-                hooks = (
-                    {"before_change": self.host.before_change(to_run, contents)}
-                    if self.host
-                    else {}
-                )
-                run_result = self.run(to_run, **hooks)
-            except ExecutorError as e:  # Ansible could not start at all (missing module, no pty)
-                run_result = RunResult("failed", -1, (), ansible=False, message=str(e))
-            if run_result.ansible:
-                self.metrics.ansible_runs.inc()
-                self.metrics.observe_run(time.monotonic() - started, involved)
-            self.metrics.record_results(run_result.results, to_run.desired)
-            log_results(run_result.results)
-            failed_ids = {r.resource for r in run_result.results if r.status == "failed"}
-            ran_ids = {o.resource for o in to_run.origins.values()} if full else changed
-            kept = {
-                rid: d
-                for rid, d in self.applied.digests.items()
-                if rid in digests and rid not in ran_ids
-            }
-            kept.update(
-                {rid: digests[rid] for rid in ran_ids if rid in digests and rid not in failed_ids}
+    # -- decide ------------------------------------------------------------------------------
+
+    def decide(self, planned: NodePlan, *, full: bool) -> Decision | None:
+        """Everything on a drift check; else the resources whose digest differs from the one
+        that last applied cleanly; None when there is nothing to do."""
+        if full:
+            return Decision(planned.plan, frozenset(planned.digests))
+        applied = self.applied.digests
+        changed = frozenset(rid for rid, d in planned.digests.items() if applied.get(rid) != d)
+        return Decision(planned.plan.only(set(changed)), changed) if changed else None
+
+    # -- run ---------------------------------------------------------------------------------
+
+    def execute(self, decision: Decision, planned: NodePlan) -> Run:
+        """Run the decided plan and remember the digests of what applied cleanly."""
+        plan = decision.plan
+        started = time.monotonic()
+        try:
+            hooks = (
+                {"before_change": self.host.before_change(plan, planned.contents)}
+                if self.host
+                else {}
             )
-            if run_result.status != "successful" and not failed_ids:
-                kept = {}  # the run broke down as a whole: trust nothing it did
-            self.applied.digests = kept
+            result = self.run(plan, **hooks)
+        except ExecutorError as e:  # Ansible could not start at all (missing module, no pty)
+            result = RunResult("failed", -1, (), ansible=False, message=str(e))
+        if result.ansible:
+            self.metrics.ansible_runs.inc()
+            self.metrics.observe_run(time.monotonic() - started)
+        self.metrics.record_results(result.results, plan.desired)
+        log_results(result.results)
+        self._remember(planned, decision, result)
+        involved = {name for o in plan.origins.values() for name in o.configsets}
+        return Run(decision, result, involved)
 
-        summaries = summarize(
-            merged, run_result.results if run_result else (), {**template_failures, **plan.errors}
-        )
-        outcomes = []
-        previous_entries = {
-            e["name"]: e for e in ((snap.node or {}).get("status") or {}).get("configsets") or []
-        }
-        for cs in merged.configsets:
-            s = summaries[cs.name]
-            errors = [f"{rid}: {msg}" for rid, msg in s.failures]
-            if (
-                run_result
-                and run_result.status != "successful"
-                and not s.failures
-                and cs.name in involved
-            ):
-                errors.append(run_result.breakdown())
+    def _remember(self, planned: NodePlan, decision: Decision, result: RunResult) -> None:
+        failed = {r.resource for r in result.results if r.status == "failed"}
+        if result.status != "successful" and not failed:
+            self.applied.digests = {}  # the run broke down as a whole: trust nothing it did
+            return
+        digests, ran = planned.digests, decision.resources
+        kept = {rid: d for rid, d in self.applied.digests.items() if rid in digests}
+        for rid in ran:
+            if rid in digests and rid not in failed:
+                kept[rid] = digests[rid]
+            else:
+                kept.pop(rid, None)
+        self.applied.digests = kept
+
+    # -- outcomes ----------------------------------------------------------------------------
+
+    def outcomes(
+        self, planned: NodePlan, run: Run | None, snap: Snapshot, now: str
+    ) -> list[ConfigSetResult]:
+        """One result per selected ConfigSet, plus the invalid ones that target this node."""
+        by_name = summarize(planned.desired, run.result.results if run else (), planned.errors)
+        status = (snap.node or {}).get("status") or {}
+        previous = {e["name"]: e for e in status.get("configsets") or []}
+        applied_at = self.applied.applied_at
+        results = []
+        for cs in planned.desired.configsets:
+            r = by_name[cs.name]
+            if run and run.result.status != "successful" and not r.failures:
+                if cs.name in run.configsets:
+                    r.failures.append(Failure("", run.result.breakdown()))
             key = f"{cs.name}@{cs.resource_version}"
-            if not errors and key not in self.applied.applied_at and (run_result or not changed):
-                self.applied.applied_at[key] = now
-            outcomes.append(
-                ConfigSetOutcome(
-                    cs.name,
-                    cs.resource_version,
-                    cs.generation,
-                    errors,
-                    list(s.conflicts),
-                    self.applied.applied_at.get(key)
-                    or previous_entries.get(cs.name, {}).get("lastApplied"),
+            if not r.failures:
+                applied_at.setdefault(key, now)
+            r.last_applied = applied_at.get(key) or previous.get(cs.name, {}).get("lastApplied")
+            results.append(r)
+        for bad in planned.invalid:
+            if bad.targets(planned.node.labels):
+                failure = Failure("", f"InvalidSpec: {bad.error}")
+                results.append(
+                    ConfigSetResult(
+                        bad.name, bad.resource_version, bad.generation, failures=[failure]
+                    )
                 )
-            )
-        for name, (raw, error) in invalid.items():
-            meta = raw.get("metadata") or {}
-            outcomes.append(
-                ConfigSetOutcome(
-                    name,
-                    meta.get("resourceVersion", ""),
-                    meta.get("generation", 0),
-                    [f"InvalidSpec: {error}"],
-                )
-            )
-        live = {f"{cs.name}@{cs.resource_version}" for cs in merged.configsets}
-        self.applied.applied_at = {k: v for k, v in self.applied.applied_at.items() if k in live}
+        live = {f"{cs.name}@{cs.resource_version}" for cs in planned.desired.configsets}
+        self.applied.applied_at = {k: v for k, v in applied_at.items() if k in live}
+        return results
 
-        log_outcomes(outcomes)
-        self.metrics.conflicts(n for c in merged.conflicts for n in c.configsets)
-        failed = any(o.errors for o in outcomes)
-        for o in outcomes:
-            if run_result:
-                self.metrics.configset_applied(o.name, o.resource_version, error=bool(o.errors))
-        # Something was done when Ansible ran or the fast path wrote natively.
-        acted = bool(run_result and (run_result.ansible or run_result.changed()))
-        outcome = "failed" if failed else ("applied" if acted else "unchanged")
+    def _count(
+        self, planned: NodePlan, results: list[ConfigSetResult], run: Run | None, failed: bool
+    ) -> None:
+        """Log lines and metrics of one reconcile."""
+        log_outcomes(results)
+        self.metrics.conflicts(n for c in planned.desired.conflicts for n in c.configsets)
+        if run:
+            for r in results:
+                self.metrics.configset_applied(r.name, r.resource_version, error=bool(r.failures))
+        outcome = "failed" if failed else ("applied" if _acted(run) else "unchanged")
         self.metrics.reconciled(outcome)
 
-        self.applied.snapshot = snap
-        self.store.save(self.applied)
-        if (
-            full or self._observed is None
-        ):  # the host's facts are re-read with each drift check only
+    def _status(
+        self, snap: Snapshot, results: list[ConfigSetResult], *, full: bool, now: str
+    ) -> tuple[dict[str, Any], tuple[str, str, bool] | None]:
+        if full or self._observed is None:  # the host's facts are re-read with each drift check
             self._observed = self.observe()
         observed, host_event = (
             self.host.status(snap.node, self._observed, full=full)
@@ -220,37 +226,48 @@ class Reconciler:
         status = compute(
             observed=observed,
             agent_version=self.agent_version,
-            outcomes=outcomes,
+            outcomes=results,
             previous=(snap.node or {}).get("status") or {},
             generation=(snap.node.get("metadata") or {}).get("generation", 0),
             now=now,
         )
-        event = None
-        if run_result and (acted or failed):
-            changed_count = len(run_result.changed())
-            if failed:
-                event = (
-                    "ApplyFailed",
-                    "; ".join(f"{o.name}: {'; '.join(o.errors)}" for o in outcomes if o.errors),
-                    True,
-                )
-            else:
-                event = (
-                    "Applied",
-                    f"{len(merged.configsets)} ConfigSets applied, {changed_count} tasks changed",
-                    False,
-                )
-        event = event or host_event
-        touched = {
-            name for r in (run_result.changed() if run_result else ()) for name in r.configsets
-        }
-        clean = {o.name for o in outcomes if not o.errors}
-        notify = tuple(cs for cs in merged.configsets if cs.notifies and cs.name in touched & clean)
-        return Result(
-            status,
-            ran=bool(run_result and run_result.ansible),
-            failed=failed,
-            requeue_after=RETRY_AFTER_FAILURE if failed else None,
-            event=event,
-            notify=notify,
-        )
+        return status, host_event
+
+    def _requeue(self, planned: NodePlan, failed: bool) -> float | None:
+        """After a failure, when to try again: backed off, restarting when the inputs changed."""
+        if not failed:
+            self.retry.reset()
+            self._failed_inputs = None
+            return None
+        if planned.key is None or planned.key != self._failed_inputs:
+            self.retry.reset()
+        self._failed_inputs = planned.key
+        return self.retry.next()
+
+
+def _acted(run: Run | None) -> bool:
+    """Something was done when Ansible ran or the fast path wrote natively."""
+    return bool(run and (run.result.ansible or run.result.changed()))
+
+
+def _event(
+    planned: NodePlan, results: list[ConfigSetResult], run: Run | None, failed: bool
+) -> tuple[str, str, bool] | None:
+    if not run or not (_acted(run) or failed):
+        return None
+    if failed:
+        message = "; ".join(f"{r.name}: {r.error}" for r in results if r.failures)
+        return "ApplyFailed", message, True
+    changed = len(run.result.changed())
+    count = len(planned.desired.configsets)
+    return "Applied", f"{count} ConfigSets applied, {changed} tasks changed", False
+
+
+def _due_notifications(
+    planned: NodePlan, results: list[ConfigSetResult], run: Run | None
+) -> tuple[ConfigSet, ...]:
+    touched = {name for r in (run.result.changed() if run else ()) for name in r.configsets}
+    clean = {r.name for r in results if not r.failures}
+    return tuple(
+        cs for cs in planned.desired.configsets if cs.notifies and cs.name in touched & clean
+    )

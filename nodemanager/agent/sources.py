@@ -1,5 +1,8 @@
-"""Local sources: ConfigSets read from files and directories (``-f PATH``), like kubelet's file
-source. Each document is parsed on its own, so one bad document is reported and the rest apply.
+"""Where a node's inputs come from, in one shape: the ``Snapshot``.
+
+Two sources fill it, in the style of kubelet's merged config sources: the cluster (the daemon
+copies its informers' caches) and files (``-f PATH`` in local mode, read here). Everything after
+(parsing, selection, merge, templates, the plan) is one pipeline: ``agent/plan.py``.
 """
 
 from __future__ import annotations
@@ -13,19 +16,35 @@ from typing import Any
 
 import yaml
 
-from nodemanager.api import ConfigSet, InvalidObject
-
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 @dataclass
+class Snapshot:
+    """The raw inputs of one reconcile, as the API (or a file) holds them."""
+
+    node: dict[str, Any]  # this node's ManagedNode (local mode: name and labels only)
+    configsets: list[dict[str, Any]] = field(default_factory=list)
+    secrets: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> key -> base64
+    configmaps: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> key -> text
+    nodes: list[dict[str, Any]] = field(default_factory=list)  # every ManagedNode, when read
+    # Where each ConfigSet came from ("<file> (document 2)"), parallel to ``configsets``;
+    # empty for the cluster, whose objects are named by the API.
+    origins: list[str] = field(default_factory=list)
+    # Parse as kubectl would (unknown fields, a wrong apiVersion or kind are errors): files are
+    # checked by nobody else, while the API server has already applied the CRD's schema.
+    strict: bool = False
+
+    def origin(self, index: int) -> str:
+        return self.origins[index] if index < len(self.origins) else ""
+
+
+@dataclass
 class Loaded:
-    configsets: list[ConfigSet] = field(default_factory=list)
-    secrets: dict[str, dict[str, str]] = field(
-        default_factory=dict
-    )  # name -> key -> base64, as the API holds them
-    configmaps: dict[str, dict[str, str]] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)  # "<file>: <message>", one per bad document
+    """What local files hold: a Snapshot without a node, and the files that could not be read."""
+
+    snapshot: Snapshot
+    errors: list[str] = field(default_factory=list)  # "<file>: <message>", unreadable YAML
 
 
 def _secret_data(doc: dict[str, Any]) -> dict[str, str]:
@@ -79,9 +98,12 @@ def _documents(raw: Any) -> Iterator[Any]:
         yield raw
 
 
-def load(paths: Iterable[str]) -> Loaded:
-    """Every ConfigSet in ``paths`` (files, or directories searched for *.yaml/*.yml/*.json)."""
-    out = Loaded()
+def load(paths: Iterable[str], node: dict[str, Any] | None = None) -> Loaded:
+    """Every ConfigSet, Secret and ConfigMap in ``paths`` (files, or directories searched for
+    *.yaml/*.yml/*.json). Documents are kept raw: the pipeline parses them, so one bad document
+    is reported (with its file) and the rest apply."""
+    snap = Snapshot(node=node or {"metadata": {}}, strict=True)
+    out = Loaded(snap)
     for path in _files(paths):
         try:
             docs = _documents_of(path)
@@ -90,20 +112,15 @@ def load(paths: Iterable[str]) -> Loaded:
             continue
         for index, doc in enumerate(d for raw in docs for d in _documents(raw)):
             kind = doc.get("kind") if isinstance(doc, dict) else None
-            name = (
-                ((doc or {}).get("metadata") or {}).get("name", "") if isinstance(doc, dict) else ""
-            )
-            if kind == "Secret":
-                out.secrets[name] = _secret_data(doc)
-                continue
-            if kind == "ConfigMap":
-                out.configmaps[name] = {k: str(v) for k, v in (doc.get("data") or {}).items()}
+            if kind in ("Secret", "ConfigMap"):
+                name = str((doc.get("metadata") or {}).get("name", ""))
+                if kind == "Secret":
+                    snap.secrets[name] = _secret_data(doc)
+                else:
+                    snap.configmaps[name] = {k: str(v) for k, v in (doc.get("data") or {}).items()}
                 continue
             if not _meant_as_configset(doc, kind):
                 continue  # other kinds (Namespaces, RBAC) may share the file
-            try:
-                # Strict, as kubectl: unknown fields, wrong apiVersion or kind are errors.
-                out.configsets.append(ConfigSet.from_dict(doc, strict=True))
-            except InvalidObject as e:
-                out.errors.append(f"{path} (document {index + 1}): {e}")
+            snap.configsets.append(doc)
+            snap.origins.append(f"{path} (document {index + 1})")
     return out

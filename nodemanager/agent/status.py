@@ -8,18 +8,9 @@ agent writes nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-
-@dataclass
-class ConfigSetOutcome:
-    name: str
-    resource_version: str = ""
-    generation: int = 0
-    errors: list[str] = field(default_factory=list)
-    conflicts: list[str] = field(default_factory=list)
-    last_applied: str | None = None
+from nodemanager.executor.summary import ConfigSetResult
 
 
 def _condition(
@@ -48,7 +39,7 @@ def compute(
     *,
     observed: Mapping[str, Any],
     agent_version: str,
-    outcomes: list[ConfigSetOutcome],
+    outcomes: list[ConfigSetResult],
     previous: Mapping[str, Any],
     generation: int,
     now: str,

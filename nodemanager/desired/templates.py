@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import jinja2
+import jinja2.meta
 from jinja2.sandbox import SandboxedEnvironment
 
 from nodemanager.api import File, Node, Ref
@@ -142,25 +144,30 @@ def render_file(f: File, data: TemplateData) -> Rendered:
     return Rendered(text, secret=bool(f.secret_refs))
 
 
+@functools.lru_cache(maxsize=1024)
+def names_read(template: str) -> frozenset[str]:
+    """The top-level names a template reads (``node``, ``nodes``), from its parsed AST; a
+    template that does not parse reads nothing (rendering reports its syntax error)."""
+    try:
+        return frozenset(jinja2.meta.find_undeclared_variables(_ENV.parse(template)))
+    except jinja2.TemplateSyntaxError:
+        return frozenset()
+
+
 def render_templates(
     desired: DesiredState, data: TemplateData
 ) -> tuple[DesiredState, dict[str, Rendered], dict[str, str]]:
     """Render every template file. Returns the desired state without failed files, the rendered
-    contents by path, and the failures by resource id (``file:/path`` -> message)."""
+    contents by path, and the failures by resource id, each naming its field path."""
     contents: dict[str, Rendered] = {}
     failures: dict[str, str] = {}
-    by_name = {cs.name: cs for cs in desired.configsets}
     for r in desired.of_kind("file"):
         if not isinstance(r.spec, File) or r.spec.template is None:
             continue
         try:
             contents[r.key] = render_file(r.spec, data)
         except TemplateError as e:
-            owner = by_name.get(r.configsets[0])
-            index = (
-                next((i for i, f in enumerate(owner.files) if f.path == r.key), 0) if owner else 0
-            )
-            failures[r.id] = f"TemplateError: spec.files[{index}].template: {e}"
+            failures[r.id] = f"TemplateError: {r.field}.template: {e}"
     if not failures:
         return desired, contents, failures
     kept = tuple(r for r in desired.resources if r.id not in failures)

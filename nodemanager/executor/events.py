@@ -9,12 +9,14 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from nodemanager.playbook.build import TaskOrigin
 
+TaskStatus = Literal["ok", "changed", "failed", "skipped"]
+
 # ansible-runner event -> our status word; runner_on_ok becomes "changed" when the module says so.
-_STATUS = {
+_STATUS: dict[str, TaskStatus] = {
     "runner_on_ok": "ok",
     "runner_on_failed": "failed",
     "runner_on_unreachable": "failed",
@@ -27,7 +29,7 @@ class TaskResult:
     task: str
     resource: str
     configsets: tuple[str, ...]
-    status: str  # ok | changed | failed | skipped
+    status: TaskStatus
     message: str = ""
     diff: str = ""
     handler: bool = False

@@ -1,34 +1,55 @@
-"""Per-ConfigSet summary of a run: counts, failures (with the module's message) and conflicts."""
+"""One result per ConfigSet: counts, failures (with the field and the module's message), conflicts.
+
+The same type serves the CLI's summary lines and the agent's ``status.configsets[]`` entries, so
+a run's outcome is turned into words once.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nodemanager.desired.merge import DesiredState
-from nodemanager.executor.events import TaskResult
+from nodemanager.executor.events import TaskResult, TaskStatus
 
-_RANK = {"skipped": 0, "ok": 1, "changed": 2, "failed": 3}
+_RANK: dict[TaskStatus, int] = {"skipped": 0, "ok": 1, "changed": 2, "failed": 3}
+
+
+@dataclass(frozen=True)
+class Failure:
+    resource: str  # a ResourceId ("file:/etc/x"), or "" for a failure of the whole run
+    message: str  # names the field path when the failure is the ConfigSet's own (templates)
+
+    def __str__(self) -> str:
+        return f"{self.resource}: {self.message}" if self.resource else self.message
 
 
 @dataclass
-class ConfigSetSummary:
+class ConfigSetResult:
     name: str
+    resource_version: str = ""
+    generation: int = 0
     ok: int = 0
     changed: int = 0
     failed: int = 0
     skipped: int = 0
-    failures: list[tuple[str, str]] = field(default_factory=list)  # (resource id, message)
-    conflicts: list[str] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)  # ResourceIds declared differently
+    last_applied: str | None = None  # RFC 3339, the agent fills it in
+
+    @property
+    def errors(self) -> list[str]:
+        return [str(f) for f in self.failures]
 
     @property
     def error(self) -> str:
-        parts = [f"{res}: {msg}" for res, msg in self.failures]
-        parts += [f"{res}: conflicting declarations" for res in self.conflicts]
-        return "; ".join(parts)
+        return "; ".join(self.errors)
+
+    def count(self, status: TaskStatus) -> None:
+        setattr(self, status, getattr(self, status) + 1)
 
 
-def resource_outcomes(results: list[TaskResult] | tuple[TaskResult, ...]) -> dict[str, TaskResult]:
+def resource_outcomes(results: Sequence[TaskResult]) -> dict[str, TaskResult]:
     """The worst outcome per resource (a resource may take several tasks and handlers)."""
     worst: dict[str, TaskResult] = {}
     for r in results:
@@ -39,24 +60,30 @@ def resource_outcomes(results: list[TaskResult] | tuple[TaskResult, ...]) -> dic
 
 def summarize(
     desired: DesiredState,
-    results: list[TaskResult] | tuple[TaskResult, ...],
+    results: Sequence[TaskResult],
     errors: Mapping[str, str] | None = None,
-) -> dict[str, ConfigSetSummary]:
-    """Per-ConfigSet counts; ``errors`` (resource id -> message) are resources that could not be
+) -> dict[str, ConfigSetResult]:
+    """Per-ConfigSet results; ``errors`` (resource id -> message) are resources that could not be
     planned or rendered, counted as failed for the ConfigSets declaring them."""
-    summaries = {
-        cs.name: ConfigSetSummary(cs.name, conflicts=desired.conflicts_of(cs.name))
+    out = {
+        cs.name: ConfigSetResult(
+            cs.name,
+            cs.resource_version,
+            cs.generation,
+            conflicts=list(desired.conflicts_of(cs.name)),
+        )
         for cs in desired.configsets
     }
-    owners = {r.id: r.configsets for r in desired.resources}
-    for resource, message in (errors or {}).items():
-        for name in owners.get(resource, ()):
-            summaries[name].failed += 1
-            summaries[name].failures.append((resource, message))
+    if errors:
+        owners: dict[str, tuple[str, ...]] = {r.id: r.configsets for r in desired.resources}
+        for resource, message in errors.items():
+            for name in owners.get(resource, ()):
+                out[name].count("failed")
+                out[name].failures.append(Failure(resource, message))
     for resource, outcome in resource_outcomes(results).items():
         for name in outcome.configsets:
-            s = summaries.setdefault(name, ConfigSetSummary(name))
-            setattr(s, outcome.status, getattr(s, outcome.status) + 1)
+            s = out.setdefault(name, ConfigSetResult(name))
+            s.count(outcome.status)
             if outcome.status == "failed":
-                s.failures.append((resource, outcome.message or "failed"))
-    return summaries
+                s.failures.append(Failure(resource, outcome.message or "failed"))
+    return out

@@ -23,8 +23,8 @@ def _safe(name: str, collect: Callable[[], Any], empty: Any) -> Any:
         return empty
 
 
-def observe(root: str = "/", ssh_dir: str = "/etc/ssh") -> dict[str, Any]:
-    release = _safe("os-release", lambda: read_os_release(root), None)
+def observe(ssh_dir: str = "/etc/ssh") -> dict[str, Any]:
+    release = _safe("os-release", read_os_release, None)
     return {
         "release": (release.pretty_name or f"{release.id} {release.version_id}".strip())
         if release

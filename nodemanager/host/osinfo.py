@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import platform
-import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -16,19 +15,8 @@ class OsRelease:
     id_like: tuple[str, ...] = ()
 
 
-def parse_os_release(text: str) -> OsRelease:
-    """Parse os-release(5): KEY=value lines, shell-style quoting and escapes, # comments."""
-    values: dict[str, str] = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        key, _, raw = line.partition("=")
-        try:
-            words = shlex.split(raw, comments=False, posix=True)
-        except ValueError:
-            continue
-        values[key.strip()] = words[0] if words else ""
+def from_fields(values: Mapping[str, str]) -> OsRelease:
+    """An OsRelease from os-release(5) fields (as ``platform.freedesktop_os_release`` gives)."""
     return OsRelease(
         id=values.get("ID", "linux").lower(),
         version_id=values.get("VERSION_ID", ""),
@@ -37,11 +25,12 @@ def parse_os_release(text: str) -> OsRelease:
     )
 
 
-def read_os_release(root: str = "/") -> OsRelease:
-    for rel in ("etc/os-release", "usr/lib/os-release"):
-        path = Path(root) / rel
-        if path.exists():
-            return parse_os_release(path.read_text())
+def read_os_release() -> OsRelease:
+    """This host's os-release; without one (FreeBSD before 13), what ``platform`` says."""
+    try:
+        return from_fields(platform.freedesktop_os_release())
+    except OSError:
+        pass
     if platform.system() == "FreeBSD":
         return OsRelease("freebsd", platform.release(), f"FreeBSD {platform.release()}")
     return OsRelease(platform.system().lower(), platform.release(), platform.platform())

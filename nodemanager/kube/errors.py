@@ -1,49 +1,64 @@
-"""API errors translated in one place: a short class per HTTP status the agent acts on."""
+"""API errors translated in one place, by class: temporary (retry as is) or permanent.
+
+The Kubernetes client raises two families: ``ApiException`` for an answer with an error status,
+and urllib3's ``HTTPError`` family when no answer came (refused, reset, timed out). Both become a
+``KubeError`` here; its class says what a caller can do about it:
+
+- ``Temporary``: no answer, 408, 409 (a newer version exists: re-read and retry), 410 (a watch
+  expired: relist), 429 and 5xx. Retry after a backoff (``nodemanager/backoff.py``).
+- ``Permanent``: every other 4xx (bad request, forbidden, not found, invalid). Retrying the same
+  request gives the same answer; only a change (RBAC, the object, the input) helps.
+"""
 
 from __future__ import annotations
 
 import json
 
+import urllib3.exceptions
 from kubernetes.client.exceptions import ApiException
+
+# What the client raises; catch these by name, then translate.
+KUBE_ERRORS: tuple[type[Exception], ...] = (ApiException, urllib3.exceptions.HTTPError)
+_TEMPORARY_STATUSES = frozenset({408, 409, 410, 429})
 
 
 class KubeError(Exception):
-    status = 0
+    status = 0  # the HTTP status; 0 when no answer came
+    temporary = False
 
-    def __init__(self, message: str, reason: str = ""):
+    def __init__(self, message: str, reason: str = "", status: int = 0):
         self.reason = reason
+        self.status = status
         super().__init__(message)
 
 
-class NotFound(KubeError):
-    status = 404
+class Temporary(KubeError):
+    """Worth retrying unchanged after a backoff."""
+
+    temporary = True
 
 
-class Conflict(KubeError):
-    status = 409
+class Permanent(KubeError):
+    """The same request will fail the same way: report it, wait for a change."""
 
 
-class Gone(KubeError):
-    """The watch's resourceVersion is too old: relist."""
-
-    status = 410
+def is_temporary(status: int) -> bool:
+    return status == 0 or status in _TEMPORARY_STATUSES or status >= 500
 
 
-class Forbidden(KubeError):
-    status = 403
-
-
-_BY_STATUS = {c.status: c for c in (NotFound, Conflict, Gone, Forbidden)}
-
-
-def translate(e: ApiException) -> KubeError:
-    """The KubeError for an ApiException, with the server's message (non-JSON bodies truncated)."""
+def translate(e: Exception) -> KubeError:
+    """The KubeError for an error of the client (``KUBE_ERRORS``), with the server's message
+    (non-JSON bodies truncated)."""
+    if isinstance(e, KubeError):
+        return e
+    if not isinstance(e, ApiException):
+        return Temporary(f"API server unreachable: {type(e).__name__}: {e}", "Unreachable")
+    status = int(e.status or 0)
     message, reason = str(e.reason or ""), ""
     try:
         body = json.loads(e.body or "{}")
         message, reason = body.get("message", message), body.get("reason", "")
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, AttributeError):
         message = f"{message}: {str(e.body)[:200]}"
-    error = _BY_STATUS.get(e.status, KubeError)(f"{e.status} {message}", reason)
-    error.status = e.status or 0
-    return error
+    cls = Temporary if is_temporary(status) else Permanent
+    return cls(f"{status} {message}", reason, status)

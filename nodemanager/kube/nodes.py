@@ -26,10 +26,6 @@ def now() -> dt.datetime:
     return dt.datetime.now(dt.UTC).replace(microsecond=0)
 
 
-def rfc3339(t: dt.datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _object(value: object) -> dict[str, Any]:
     """The custom-objects API is typed ``object``; what it returns for one object is a dict."""
     if not isinstance(value, dict):

@@ -309,8 +309,8 @@ class _Builder:
         if s.arguments is not None:
             if "arguments" not in sk:
                 self.errors[r.id] = (
-                    f"spec.services: arguments of {s.name} are only supported on FreeBSD "
-                    "(rc.conf <name>_args)"
+                    f"{r.field or 'spec.services'}.arguments: arguments of {s.name} are only "
+                    "supported on FreeBSD (rc.conf <name>_args)"
                 )
                 return []
             call = fill(

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from nodemanager.agent.sources import load
-from nodemanager.api import Node
+from nodemanager.api import ConfigSet, Node
 from nodemanager.desired.merge import merge
 from nodemanager.desired.templates import TemplateData, render_templates
 
@@ -26,15 +26,15 @@ NODES = (
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_example_parses_and_renders(path):
     loaded = load([str(path)])
-    assert loaded.errors == [] and loaded.configsets
+    configsets = [ConfigSet.from_dict(raw, strict=True) for raw in loaded.snapshot.configsets]
+    assert loaded.errors == [] and configsets
+    secrets = loaded.snapshot.secrets
     data = TemplateData(
         NODES[1],
         NODES,
-        secrets={
-            k: {kk: base64.b64encode(b"x").decode() for kk in v} for k, v in loaded.secrets.items()
-        },
+        secrets={k: {kk: base64.b64encode(b"x").decode() for kk in v} for k, v in secrets.items()},
     )
-    _, contents, failures = render_templates(merge(loaded.configsets), data)
+    _, contents, failures = render_templates(merge(configsets), data)
     assert failures == {}
     if path.name == "hosts-from-nodes.yaml":
         assert "10.0.0.2 db1 db1.eth0" in contents["/etc/hosts"].text
@@ -54,6 +54,6 @@ def test_a_directory_holds_only_local_examples():
     every node) would cut this host's /etc/hosts down to localhost without a cluster."""
     loaded = load([str(ROOT)])
     assert loaded.errors == []
-    assert {cs.name for cs in loaded.configsets} == {"chrony", "demo"}
+    assert {cs["metadata"]["name"] for cs in loaded.snapshot.configsets} == {"chrony", "demo"}
     cluster = load([str(ROOT / "cluster")])
-    assert {"hosts", "sshfp-zone"} <= {cs.name for cs in cluster.configsets}
+    assert {"hosts", "sshfp-zone"} <= {cs["metadata"]["name"] for cs in cluster.snapshot.configsets}

@@ -76,3 +76,36 @@ def test_executor_that_cannot_start_is_reported_on_the_configsets_it_concerned(t
     assert entry(result, "a")["error"].startswith(
         "Ansible modules not installed: community.general.pacman"
     )
+
+
+def test_failures_are_retried_with_growing_backoff_reset_by_a_change(tmp_path):
+    def failing(plan, **_):
+        tasks = [t["name"] for play in plan.playbook for t in play["tasks"]]
+        return RunResult(
+            "failed",
+            2,
+            tuple(
+                TaskResult(t, plan.origins[t].resource, plan.origins[t].configsets, "failed", "no")
+                for t in tasks
+            ),
+        )
+
+    r = reconciler(tmp_path, failing)
+    r.retry._rand = lambda low, high: high
+    delays = [r.reconcile(snapshot(configset("a", "/a", "1")), full=False) for _ in range(4)]
+    assert [d.requeue_after for d in delays] == [5, 10, 20, 40]
+    assert entry(delays[0], "a")["error"] == "file:/a: no"
+    changed = r.reconcile(snapshot(configset("a", "/a", "2", rv="2")), full=False)
+    assert changed.requeue_after == 5  # new inputs: a prompt retry
+
+
+def test_an_invalid_configset_for_this_node_is_in_its_status_with_the_field(tmp_path):
+    bad = configset("bad", "/b", "1")
+    bad["spec"]["files"][0]["mode"] = "rw"
+    not_mine = configset("other", "/o", "1")
+    not_mine["spec"] = {"selector": {"matchLabels": {"role": "db"}}, "files": [{"path": "x"}]}
+    r = reconciler(tmp_path, lambda plan, **_: RunResult("successful", 0, ()))
+    result = r.reconcile(snapshot(configset("a", "/a", "1"), bad, not_mine), full=True)
+    names = [e["name"] for e in result.status["configsets"]]
+    assert names == ["a", "bad"] and result.failed
+    assert entry(result, "bad")["error"].startswith("InvalidSpec: spec.files[0].mode:")

@@ -48,3 +48,11 @@ def test_executions_are_identified_by_argv():
     a = cs("a", executions=[{"command": "/bin/echo", "args": ["a b"]}])
     b = cs("b", executions=[{"command": "/bin/echo", "args": ["a", "b"]}])
     assert [r.key for r in merge([a, b]).resources] == ["/bin/echo 'a b'", "/bin/echo a b"]
+
+
+def test_resource_ids_are_typed_and_keep_their_text_form():
+    from nodemanager.desired.merge import ResourceId
+
+    rid = ResourceId.of("file", "/etc/a:b")
+    assert rid == "file:/etc/a:b" and (rid.kind, rid.key) == ("file", "/etc/a:b")
+    assert {rid: 1}["file:/etc/a:b"] == 1

@@ -1,0 +1,32 @@
+"""The wanted status is a pure function of the outcome: computing it twice writes nothing."""
+
+from nodemanager.agent.status import compute, differs
+from nodemanager.executor.summary import ConfigSetResult, Failure
+
+
+def status(results, previous, now):
+    return compute(
+        observed={"release": "Debian 12"},
+        agent_version="t",
+        outcomes=results,
+        previous=previous,
+        generation=2,
+        now=now,
+    )
+
+
+def test_same_outcome_same_status_and_transitions_keep_their_time():
+    ok = [ConfigSetResult("a", "1", 1, last_applied="t0")]
+    first = status(ok, {}, "t1")
+    second = status(ok, first, "t2")
+    assert not differs(second, first)
+    ready = {c["type"]: c for c in second["conditions"]}["Ready"]
+    assert ready["status"] == "True" and ready["lastTransitionTime"] == "t1"
+    failed = [ConfigSetResult("a", "1", 1, failures=[Failure("file:/x", "denied")])]
+    third = status(failed, second, "t3")
+    conditions = {c["type"]: c for c in third["conditions"]}
+    assert conditions["Ready"]["lastTransitionTime"] == "t3"
+    assert conditions["Degraded"]["message"] == "a: file:/x: denied"
+    assert third["configsets"] == [
+        {"name": "a", "resourceVersion": "1", "generation": 1, "error": "file:/x: denied"}
+    ]
