@@ -42,6 +42,10 @@ class Permanent(KubeError):
     """The same request will fail the same way: report it, wait for a change."""
 
 
+class Forbidden(Permanent):
+    """403: RBAC or the admission policy refused it (the agent reports which)."""
+
+
 def is_temporary(status: int) -> bool:
     return status == 0 or status in _TEMPORARY_STATUSES or status >= 500
 
@@ -60,5 +64,5 @@ def translate(e: Exception) -> KubeError:
         message, reason = body.get("message", message), body.get("reason", "")
     except (TypeError, ValueError, AttributeError):
         message = f"{message}: {str(e.body)[:200]}"
-    cls = Temporary if is_temporary(status) else Permanent
+    cls = Temporary if is_temporary(status) else Forbidden if status == 403 else Permanent
     return cls(f"{status} {message}", reason, status)

@@ -115,9 +115,7 @@ class Informer:
                 if stop.is_set():
                     return
                 kind, obj = event["type"], api.sanitize_for_serialization(event["object"])
-                if kind == "ERROR":
-                    if obj.get("code") == 410:
-                        raise ApiException(status=410, reason="Gone")
+                if kind == "ERROR":  # 410 Gone included: run() relists on it
                     raise ApiException(
                         status=obj.get("code", 500), reason=obj.get("message", "watch error")
                     )

@@ -6,7 +6,7 @@ import pytest
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
-from nodemanager.kube.errors import KUBE_ERRORS, Permanent, Temporary, translate
+from nodemanager.kube.errors import KUBE_ERRORS, Forbidden, Permanent, Temporary, translate
 
 
 def api_error(status, message="", reason=""):
@@ -26,6 +26,7 @@ def test_other_client_errors_are_permanent_with_the_servers_words(status):
     error = translate(api_error(status, "managednodes is forbidden", "Forbidden"))
     assert isinstance(error, Permanent) and not error.temporary
     assert str(error) == f"{status} managednodes is forbidden" and error.reason == "Forbidden"
+    assert isinstance(error, Forbidden) == (status == 403)
 
 
 def test_no_answer_is_temporary_and_caught_by_name():
