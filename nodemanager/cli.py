@@ -55,7 +55,7 @@ def _local_plan(
         click.echo(f"error: {resource}: {message}", err=True)
     for conflict in local.desired.conflicts:
         click.echo(f"conflict: {conflict.message()}; applied from neither", err=True)
-    if not local.desired.configsets and not local.loaded.errors:
+    if not local.desired.configsets and not local.load_errors:
         click.echo(f"note: no ConfigSet matches this node's labels {dict(node.labels)}", err=True)
     return local
 

@@ -23,7 +23,7 @@ def log_results(results: Iterable[Any]) -> None:
 
 
 def log_outcomes(outcomes: Iterable[Any]) -> None:
-    """One line per ConfigSet that ended with errors (ConfigSetOutcome): templates, invalid
+    """One line per ConfigSet that ended with errors (ConfigSetResult): templates, invalid
     specs and conflicts never reach Ansible, so they have no task result."""
     for o in outcomes:
         for error in o.errors:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from nodemanager.agent.status import ConfigSetOutcome, compute
+from nodemanager.agent.status import compute
+from nodemanager.executor.summary import ConfigSetResult, Failure
 
 
-def conditions(outcomes: list[ConfigSetOutcome]) -> dict[str, dict[str, str]]:
+def conditions(outcomes: list[ConfigSetResult]) -> dict[str, dict[str, str]]:
     status = compute(
         observed={},
         agent_version="t",
@@ -20,8 +21,8 @@ def conditions(outcomes: list[ConfigSetOutcome]) -> dict[str, dict[str, str]]:
 def test_conflict_makes_ready_false_and_names_the_resource():
     c = conditions(
         [
-            ConfigSetOutcome("a", "1", conflicts=["file:/etc/motd"]),
-            ConfigSetOutcome("b", "2", conflicts=["file:/etc/motd"]),
+            ConfigSetResult("a", "1", conflicts=["file:/etc/motd"]),
+            ConfigSetResult("b", "2", conflicts=["file:/etc/motd"]),
         ]
     )
     assert c["Ready"]["status"] == "False" and c["Ready"]["reason"] == "Conflicted"
@@ -30,6 +31,8 @@ def test_conflict_makes_ready_false_and_names_the_resource():
 
 
 def test_clean_apply_is_ready_and_a_failure_is_not():
-    assert conditions([ConfigSetOutcome("a", "1")])["Ready"]["status"] == "True"
-    failed = conditions([ConfigSetOutcome("a", "1", errors=["package:x: no such package"])])
+    assert conditions([ConfigSetResult("a", "1")])["Ready"]["status"] == "True"
+    failed = conditions(
+        [ConfigSetResult("a", "1", failures=[Failure("package:x", "no such package")])]
+    )
     assert failed["Ready"]["reason"] == "ApplyFailed" and failed["Degraded"]["status"] == "True"

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from nodemanager.agent.identity import NodeIdentity
+from nodemanager.agent.local import plan_files
 from nodemanager.agent.sources import load
 from nodemanager.api import ConfigSet, InvalidObject
 from nodemanager.api.configset import Notify, Ref
@@ -18,6 +20,11 @@ from nodemanager.playbook.build import build
 UPSTREAM = Path(__file__).resolve().parents[2] / "fixtures" / "upstream"
 
 
+def parsed(path: Path) -> list[ConfigSet]:
+    """The ConfigSets of a local file, parsed as local mode parses them (strictly)."""
+    return [ConfigSet.from_dict(d, strict=True) for d in load([str(path)]).snapshot.configsets]
+
+
 def docs(name: str) -> list[dict]:
     return list(yaml.safe_load_all((UPSTREAM / name).read_text()))
 
@@ -25,7 +32,7 @@ def docs(name: str) -> list[dict]:
 def test_documented_example_parses_strictly_with_enable_as_upstream():
     loaded = load([str(UPSTREAM / "clock-linux.yaml")])
     assert loaded.errors == []
-    (cs,) = loaded.configsets
+    (cs,) = parsed(UPSTREAM / "clock-linux.yaml")
     chronyd, timesyncd = cs.services
     assert (chronyd.ensure, chronyd.enable) == ("running", True)
     assert (timesyncd.ensure, timesyncd.enable) == ("stopped", False)
@@ -40,8 +47,8 @@ def test_omitted_enable_disables_at_boot_as_upstream():
 
 def test_refs_as_lists_of_names_and_as_objects():
     loaded = load([str(UPSTREAM / "secret-refs.yaml")])
-    assert loaded.errors == [] and "my-app-secret" in loaded.secrets
-    (f,) = loaded.configsets[0].files
+    assert loaded.errors == [] and "my-app-secret" in loaded.snapshot.secrets
+    (f,) = parsed(UPSTREAM / "secret-refs.yaml")[0].files
     assert f.secret_refs == (Ref("my-app-secret"),) and f.configmap_refs == ()
     mixed = ConfigSet.from_dict(
         {
@@ -73,7 +80,7 @@ def test_bad_refs_name_the_field(refs, field):
 
 
 def test_notify_without_name_means_every_object_of_the_kind():
-    (cs,) = load([str(UPSTREAM / "notify-all.yaml")]).configsets
+    (cs,) = parsed(UPSTREAM / "notify-all.yaml")
     assert cs.notifies == (Notify("v1", "ConfigMap", None, None),)
 
 
@@ -115,5 +122,5 @@ def test_strict_parse_accepts_metadata_and_status_the_server_adds():
 def test_misspelt_kind_in_a_file_is_an_error_not_skipped(tmp_path):
     path = tmp_path / "cs.yaml"
     path.write_text(yaml.safe_dump({**BASE, "kind": "Configset"}))
-    loaded = load([str(path)])
-    assert loaded.configsets == [] and "kind: must be ConfigSet" in loaded.errors[0]
+    local = plan_files([str(path)], NodeIdentity("n", {}, "debian"))
+    assert local.desired.configsets == () and "kind: must be ConfigSet" in local.load_errors[0]
