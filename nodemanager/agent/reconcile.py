@@ -135,6 +135,7 @@ class Reconciler:
     def execute(self, decision: Decision, planned: NodePlan) -> Run:
         """Run the decided plan and remember the digests of what applied cleanly."""
         plan = decision.plan
+        involved = {name for o in plan.origins.values() for name in o.configsets}
         started = time.monotonic()
         try:
             hooks = (
@@ -147,11 +148,10 @@ class Reconciler:
             result = RunResult("failed", -1, (), ansible=False, message=str(e))
         if result.ansible:
             self.metrics.ansible_runs.inc()
-            self.metrics.observe_run(time.monotonic() - started)
+            self.metrics.observe_run(time.monotonic() - started, involved)
         self.metrics.record_results(result.results, plan.desired)
         log_results(result.results)
         self._remember(planned, decision, result)
-        involved = {name for o in plan.origins.values() for name in o.configsets}
         return Run(decision, result, involved)
 
     def _remember(self, planned: NodePlan, decision: Decision, result: RunResult) -> None:

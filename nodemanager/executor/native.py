@@ -20,14 +20,14 @@ from pathlib import Path
 
 from nodemanager.executor import attrs
 from nodemanager.executor.attrs import Declined
-from nodemanager.executor.events import TaskResult, headers
+from nodemanager.executor.events import TaskResult, TaskStatus, headers
 from nodemanager.playbook.steps import EXEC_PATH, Step, StepKind
 
 # Ansible's copy leaves the diff out when either side is larger than this (DIFF max size).
 MAX_DIFF = 104448
 
 
-def _result(step: Step, status: str, diff: str = "", message: str = "") -> TaskResult:
+def _result(step: Step, status: TaskStatus, diff: str = "", message: str = "") -> TaskResult:
     o = step.origin
     return TaskResult(
         step.task,

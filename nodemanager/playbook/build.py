@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nodemanager.api import Execution, File, Package, Service
-from nodemanager.desired.merge import DesiredState, Resource, declarations
+from nodemanager.desired.merge import DesiredState, Resource
 from nodemanager.desired.templates import Rendered
 from nodemanager.playbook import platforms
 from nodemanager.playbook.dump import Unsafe
@@ -165,20 +165,14 @@ class _Builder:
         self.show_secrets = show_secrets
         self.origins: dict[str, TaskOrigin] = {}
         self.steps: dict[str, Step] = {}
-        self.fields: dict[tuple[str, str], str] = {}  # (ConfigSet, resource id) -> field path
         self.errors: dict[str, str] = {}
         self.listened: set[str] = set()
         self.restartable: set[str] = set()  # resources with a restart handler
 
     def field_of(self, r: Resource) -> str:
-        """Where the first ConfigSet declaring ``r`` declares it, e.g. ``spec.files[2]``."""
-        if not self.fields:
-            for cs in self.desired.configsets:
-                counts: dict[str, int] = {}
-                for kind, key, _ in declarations(cs):
-                    i = counts[kind] = counts.get(kind, -1) + 1
-                    self.fields.setdefault((cs.name, f"{kind}:{key}"), f"spec.{kind}s[{i}]")
-        return self.fields.get((r.configsets[0], r.id), "")
+        """Where the first ConfigSet declaring ``r`` declares it, e.g. ``spec.files[2]``: carried
+        from merging (``Resource.fields``), not searched again."""
+        return r.field
 
     def task(
         self,
