@@ -76,9 +76,9 @@ def _invalid(raw: Any, error: InvalidObject, origin: str) -> Invalid:
     )
 
 
-def _cache_key(raw: Mapping[str, Any]) -> tuple[str, str, str] | None:
-    meta = raw.get("metadata") if isinstance(raw, Mapping) else None
-    if not isinstance(meta, Mapping) or not meta.get("resourceVersion"):
+def _cache_key(raw: Any) -> tuple[str, str, str] | None:
+    meta = raw.get("metadata") if isinstance(raw, dict) else None
+    if not isinstance(meta, dict) or not meta.get("resourceVersion"):
         return None  # files have no version: parse them every time (once per command)
     return str(meta.get("uid", "")), str(meta.get("name", "")), str(meta["resourceVersion"])
 
@@ -87,6 +87,9 @@ class Planner:
     def __init__(self, identity: NodeIdentity, *, show_secrets: bool = True):
         self.identity, self.show_secrets = identity, show_secrets
         self._parsed: dict[tuple[str, str, str], ConfigSet | Invalid] = {}
+        self._keys: tuple[tuple[str, str, str] | None, ...] = ()  # of the last parse
+        # Parsed ConfigSets with a template file, by id() (held here, so no id is reused).
+        self._templated: dict[int, ConfigSet] = {}
         self._last: NodePlan | None = None
         self.builds = 0  # how many plans were built (tests and bench read it)
 
@@ -100,12 +103,14 @@ class Planner:
         parsed: dict[tuple[str, str, str], ConfigSet | Invalid] = {}
         good: list[ConfigSet] = []
         bad: list[Invalid] = []
-        for i, raw in enumerate(snap.configsets):
-            key = _cache_key(raw)
+        keys = tuple(_cache_key(raw) for raw in snap.configsets)
+        for i, (raw, key) in enumerate(zip(snap.configsets, keys, strict=True)):
             item = self._parsed.get(key) if key else None
             if item is None:
                 try:
                     item = ConfigSet.from_dict(raw, strict=snap.strict)
+                    if any(f.template is not None for f in item.files):
+                        self._templated[id(item)] = item
                 except InvalidObject as e:
                     item = _invalid(raw, e, snap.origin(i))
             if key:
@@ -114,15 +119,17 @@ class Planner:
                 good.append(item)
             else:
                 bad.append(item)
-        self._parsed = parsed  # deleted or replaced versions drop out
+        live = {id(item) for item in good}
+        self._parsed, self._keys = parsed, keys  # deleted or replaced versions drop out
+        self._templated = {i: cs for i, cs in self._templated.items() if i in live}
         return good, bad
 
     def _key(self, snap: Snapshot, labels: Mapping[str, str], selected: list[ConfigSet]) -> Any:
-        keys = tuple(_cache_key(raw) for raw in snap.configsets)
-        if None in keys:
+        """What the plan depends on; ``parse(snap)`` has just run."""
+        if None in self._keys:
             return None
-        key: tuple[Any, ...] = (keys, tuple(sorted(labels.items())))
-        if any(f.template is not None for cs in selected for f in cs.files):
+        key: tuple[Any, ...] = (self._keys, tuple(sorted(labels.items())))
+        if any(id(cs) in self._templated for cs in selected):
             read = [snap.node.get("status"), snap.nodes, snap.secrets, snap.configmaps]
             key += (json.dumps(read, sort_keys=True, default=str),)
         return key

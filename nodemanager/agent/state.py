@@ -54,10 +54,14 @@ class StateStore:
 
     def save(self, applied: Applied, *, inputs: Hashable = None) -> None:
         """Write ``applied`` when it changed. ``inputs`` (the plan's key) lets an idle reconcile
-        skip even serialising it: equal inputs and digests mean an equal plan to re-enforce."""
-        marker = (inputs, dict(applied.digests), dict(applied.applied_at))
-        if inputs is not None and marker == self._saved_for:
-            return
+        skip even serialising it: equal inputs and digests mean an equal plan to re-enforce.
+        The reconciler replaces ``digests`` (never edits it in place) when a run changes it, so
+        the same dict object means the same digests."""
+        marker = (inputs, applied.digests, dict(applied.applied_at))
+        last = self._saved_for
+        if inputs is not None and last and last[0] == inputs and last[1] is marker[1]:
+            if last[2] == marker[2]:
+                return
         snap = applied.snapshot.__dict__ if applied.snapshot else None
         data = json.dumps(
             {"digests": applied.digests, "appliedAt": applied.applied_at, "snapshot": snap},
