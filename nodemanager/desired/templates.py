@@ -6,6 +6,10 @@ text; binary values through the ``b64decode``/``b64encode`` filters on the raw v
 ``nodes`` (every ManagedNode: name, labels, status; sorted by name). A template that fails is
 reported for its file with the field path; that file is left out (untouched on disk) and
 everything else still applies.
+
+Templates render in a child process under limits (``sandbox.py``): a template that spins or
+eats memory is a TemplateError on its own file. Results are cached by a digest of everything a
+template can read, so an unchanged template costs no child process at all.
 """
 
 from __future__ import annotations
@@ -13,7 +17,9 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
-from collections.abc import Mapping
+import hashlib
+import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -23,6 +29,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from nodemanager.api import File, Node, Ref
 from nodemanager.desired.merge import DesiredState
+from nodemanager.desired.sandbox import JobFailed, Limits, run_limited
 
 
 @dataclass(frozen=True)
@@ -139,6 +146,8 @@ def render_file(f: File, data: TemplateData) -> Rendered:
         raise TemplateError(f.path, f"undefined in template: {e.message}") from None
     except jinja2.exceptions.SecurityError as e:
         raise TemplateError(f.path, f"template not allowed: {e}") from None
+    except MemoryError:
+        raise TemplateError(f.path, "template over the memory limit") from None
     except Exception as e:  # filters on bad input (b64decode of text), arithmetic on strings...
         raise TemplateError(f.path, f"template failed: {type(e).__name__}: {e}") from None
     return Rendered(text, secret=bool(f.secret_refs))
@@ -154,20 +163,81 @@ def names_read(template: str) -> frozenset[str]:
         return frozenset()
 
 
+def _digest(value: object) -> str:
+    raw = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+class Renderer:
+    """Renders template files under limits, each file once per distinct input.
+
+    The cache keeps only the entries the last call used, so it never grows past the files
+    declared now. Failures are cached too: a template over its CPU limit is not tried again
+    until its text or its data changed.
+    """
+
+    def __init__(self, limits: Limits = Limits()):
+        self.limits = limits
+        self._cache: dict[str, Rendered | TemplateError] = {}
+
+    def _key(self, f: File, data: TemplateData, node: str, nodes: str) -> str:
+        refs = [
+            [r.name, r.key, dict(source.get(r.name) or {})]
+            for refs, source in ((f.secret_refs, data.secrets), (f.configmap_refs, data.configmaps))
+            for r in refs
+        ]
+        # Other nodes count only for a template that reads them: their churn must not
+        # re-render the others (``node`` always counts: ``node.items()`` reaches all of it).
+        peers = nodes if "nodes" in names_read(f.template or "") else ""
+        return _digest(
+            [f.path, f.template, [list(f.secret_refs), list(f.configmap_refs)], refs, node, peers]
+        )
+
+    def render(self, files: list[File], data: TemplateData) -> list[Rendered | TemplateError]:
+        node = _digest(_node_view(data.node))
+        nodes = _digest([_node_view(n) for n in sorted(data.nodes, key=lambda n: n.name)])
+        keys = [self._key(f, data, node, nodes) for f in files]
+        missing = [i for i, k in enumerate(keys) if k not in self._cache]
+        fresh: dict[str, Rendered | TemplateError] = {}
+        if missing:
+            jobs = [_job(files[i], data) for i in missing]
+            for i, out in zip(missing, run_limited(jobs, self.limits), strict=True):
+                f = files[i]
+                fresh[keys[i]] = (
+                    TemplateError(f.path, str(out))
+                    if isinstance(out, JobFailed)
+                    else Rendered(out, secret=bool(f.secret_refs))
+                )
+        self._cache = {k: fresh[k] if k in fresh else self._cache[k] for k in keys}
+        return [self._cache[k] for k in keys]
+
+
+def _job(f: File, data: TemplateData) -> Callable[[], str]:
+    return lambda: render_file(f, data).text
+
+
+_RENDERER = Renderer()
+
+
 def render_templates(
-    desired: DesiredState, data: TemplateData
+    desired: DesiredState, data: TemplateData, renderer: Renderer | None = None
 ) -> tuple[DesiredState, dict[str, Rendered], dict[str, str]]:
     """Render every template file. Returns the desired state without failed files, the rendered
     contents by path, and the failures by resource id, each naming its field path."""
     contents: dict[str, Rendered] = {}
     failures: dict[str, str] = {}
-    for r in desired.of_kind("file"):
-        if not isinstance(r.spec, File) or r.spec.template is None:
-            continue
-        try:
-            contents[r.key] = render_file(r.spec, data)
-        except TemplateError as e:
-            failures[r.id] = f"TemplateError: {r.field}.template: {e}"
+    templated = [
+        r
+        for r in desired.of_kind("file")
+        if isinstance(r.spec, File) and r.spec.template is not None
+    ]
+    specs = [r.spec for r in templated if isinstance(r.spec, File)]
+    outcomes = (renderer or _RENDERER).render(specs, data)
+    for r, out in zip(templated, outcomes, strict=True):
+        if isinstance(out, Rendered):
+            contents[r.key] = out
+        else:
+            failures[r.id] = f"TemplateError: {r.field}.template: {out}"
     if not failures:
         return desired, contents, failures
     kept = tuple(r for r in desired.resources if r.id not in failures)

@@ -1,10 +1,12 @@
 import base64
+import time
 
 import pytest
 
 from nodemanager.api import ConfigSet, Node
 from nodemanager.desired.merge import merge
-from nodemanager.desired.templates import TemplateData, render_templates
+from nodemanager.desired.sandbox import Limits
+from nodemanager.desired.templates import Renderer, TemplateData, render_templates
 
 
 def b64(text: str | bytes) -> str:
@@ -121,3 +123,80 @@ def test_failures_name_the_field_and_leave_the_file_out(file, words):
     assert failures["file:/x"].startswith("TemplateError: ")
     assert [r.id for r in desired.resources] == ["file:/fine"]
     assert "/x" not in contents
+
+
+FREEZE = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
+
+
+def test_a_spinning_template_fails_alone_within_its_cpu_limit():
+    renderer = Renderer(Limits(cpu_seconds=1, wall_seconds=20))
+    desired = merge(
+        [
+            ConfigSet.from_dict(
+                {
+                    "metadata": {"name": "t"},
+                    "spec": {
+                        "files": [
+                            {"path": "/spin", "template": FREEZE},
+                            {"path": "/after", "template": "{{ node.name }}"},
+                        ]
+                    },
+                }
+            )
+        ]
+    )
+    started = time.monotonic()
+    kept, contents, failures = render_templates(desired, DATA, renderer)
+    assert time.monotonic() - started < 20
+    assert "over the CPU time limit of 1 s" in failures["file:/spin"], failures
+    assert failures["file:/spin"].startswith("TemplateError: spec.files[0].template: ")
+    assert contents["/after"].text == "web1"  # the file after it rendered in a fresh child
+    assert [r.id for r in kept.resources] == ["file:/after"]
+    # Cached: the same inputs are not tried again (no second CPU-limit wait).
+    started = time.monotonic()
+    assert render_templates(desired, DATA, renderer)[2] == failures
+    assert time.monotonic() - started < 0.5
+
+
+def test_memory_and_output_limits_are_errors_on_their_file():
+    renderer = Renderer(Limits(memory_bytes=64 * 2**20, output_bytes=1000))
+    _, contents, failures = render_templates(
+        merge(
+            [
+                ConfigSet.from_dict(
+                    {
+                        "metadata": {"name": "t"},
+                        "spec": {
+                            "files": [
+                                {"path": "/mem", "template": "{{ 'x' * 500000000 }}"},
+                                {"path": "/big", "template": "{{ 'y' * 5000 }}"},
+                                {"path": "/ok", "template": "{{ 'z' * 10 }}"},
+                            ]
+                        },
+                    }
+                )
+            ]
+        ),
+        DATA,
+        renderer,
+    )
+    assert "memory limit" in failures["file:/mem"], failures
+    assert "output over the limit of 1000 bytes" in failures["file:/big"], failures
+    assert contents["/ok"].text == "z" * 10
+
+
+def test_rendering_again_with_other_data_renders_again():
+    renderer = Renderer()
+    desired = merge(
+        [
+            ConfigSet.from_dict(
+                {
+                    "metadata": {"name": "t"},
+                    "spec": {"files": [{"path": "/n", "template": "{{ nodes | length }}"}]},
+                }
+            )
+        ]
+    )
+    assert render_templates(desired, DATA, renderer)[1]["/n"].text == "2"
+    fewer = TemplateData(ME, (ME,), DATA.secrets, DATA.configmaps)
+    assert render_templates(desired, fewer, renderer)[1]["/n"].text == "1"

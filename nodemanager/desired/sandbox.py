@@ -1,0 +1,189 @@
+"""Run template renders in a child process under limits: CPU time, memory, output, wall clock.
+
+Jinja's sandbox stops unsafe attribute access, not work: ``{% for i in range(10**10) %}`` spins
+and ``'x' * 10**10`` eats memory, and either would stop the only worker that keeps the host
+right. So a batch of renders runs in a forked child with ``RLIMIT_CPU`` (per job) and
+``RLIMIT_AS`` (the parent's address space plus a budget), and the parent waits at most a wall
+clock budget per job. A job over a limit is an error for that job only: the child is killed
+and the jobs after it go to a fresh child. Whatever memory a render took goes back with the
+child, never to the agent.
+
+This is still computation, not I/O: the child reads nothing and writes only framed results to
+a pipe it shares with the parent, and it dies with the parent (``PR_SET_PDEATHSIG``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import math
+import os
+import resource
+import select
+import signal
+import struct
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+PR_SET_PDEATHSIG = 1
+_HEADER = struct.Struct("!BQ")  # kind (0 ok, 1 error), payload length
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Budgets per job. Wall clock is larger than CPU: the machine may be busy elsewhere."""
+
+    cpu_seconds: int = 5
+    memory_bytes: int = 512 * 2**20  # on top of the agent's own address space
+    output_bytes: int = 16 * 2**20
+    wall_seconds: float = 30.0
+
+
+class JobFailed(Exception):
+    """A job raised (its message is kept) or went over a limit."""
+
+
+Job = Callable[[], str]
+
+
+def die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when its parent dies; elsewhere a no-op."""
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def _address_space() -> int | None:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _cpu_used() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _child(jobs: Sequence[Job], fd: int, limits: Limits) -> None:
+    """Run every job in order, one frame each; exits, never returns."""
+    code = 0
+    try:
+        die_with_parent()
+        signal.set_wakeup_fd(-1)  # the agent's signal pipe is not ours to write to
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
+        space = _address_space()
+        if space is not None:
+            cap = space + limits.memory_bytes
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        for job in jobs:
+            # RLIMIT_CPU counts the whole process: each job gets the budget on top of what the
+            # previous ones used. Over it, the kernel sends SIGXCPU, which ends the child.
+            budget = math.ceil(_cpu_used()) + limits.cpu_seconds
+            resource.setrlimit(resource.RLIMIT_CPU, (budget, budget + 1))
+            try:
+                kind, text = 0, job()
+                if len(text) > limits.output_bytes:  # characters; bytes checked below
+                    raise JobFailed(f"output over the limit of {limits.output_bytes} bytes")
+                payload = text.encode("utf-8", "surrogatepass")
+                if len(payload) > limits.output_bytes:
+                    raise JobFailed(f"output over the limit of {limits.output_bytes} bytes")
+            except MemoryError:
+                kind, payload = 1, f"over the memory limit of {limits.memory_bytes} bytes".encode()
+            except Exception as e:
+                kind, payload = 1, str(e).encode("utf-8", "replace")
+            _write_all(fd, _HEADER.pack(kind, len(payload)) + payload)
+    except BaseException:
+        code = 3
+    finally:
+        os._exit(code)
+
+
+class _Reader:
+    """Frames from the child's pipe, each within a deadline."""
+
+    def __init__(self, fd: int):
+        self.fd, self.buf = fd, bytearray()
+
+    def _fill(self, n: int, deadline: float) -> bool:
+        while len(self.buf) < n:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+                raise TimeoutError
+            chunk = os.read(self.fd, max(65536, n - len(self.buf)))
+            if not chunk:
+                return False  # the child died
+            self.buf += chunk
+        return True
+
+    def frame(self, deadline: float) -> tuple[int, bytes] | None:
+        if not self._fill(_HEADER.size, deadline):
+            return None
+        kind, size = _HEADER.unpack(self.buf[: _HEADER.size])
+        if not self._fill(_HEADER.size + size, deadline):
+            return None
+        payload = bytes(self.buf[_HEADER.size : _HEADER.size + size])
+        del self.buf[: _HEADER.size + size]
+        return kind, payload
+
+
+def _reap(pid: int, kill: bool) -> int:
+    if kill:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return os.waitpid(pid, 0)[1]
+
+
+def _why(status: int, limits: Limits) -> str:
+    if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU:
+        return f"over the CPU time limit of {limits.cpu_seconds} s"
+    if os.WIFSIGNALED(status):
+        return f"renderer killed by signal {os.WTERMSIG(status)}"
+    return f"renderer exited {os.WEXITSTATUS(status)} (over the memory limit?)"
+
+
+def run_limited(jobs: Sequence[Job], limits: Limits = Limits()) -> list[str | JobFailed]:
+    """Each job's text, or a JobFailed saying why, in order. Never raises for a job's sake."""
+    results: list[str | JobFailed] = []
+    while len(results) < len(jobs):
+        rest = jobs[len(results) :]
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            _child(rest, w, limits)
+        os.close(w)
+        reader = _Reader(r)
+        try:
+            for _ in rest:
+                try:
+                    frame = reader.frame(time.monotonic() + limits.wall_seconds)
+                except TimeoutError:
+                    _reap(pid, kill=True)
+                    pid = 0
+                    results.append(JobFailed(f"took longer than {limits.wall_seconds:g} s"))
+                    break
+                if frame is None:
+                    status = _reap(pid, kill=False)
+                    pid = 0
+                    results.append(JobFailed(_why(status, limits)))
+                    break
+                kind, payload = frame
+                text = payload.decode("utf-8", "surrogatepass")
+                results.append(text if kind == 0 else JobFailed(text))
+        finally:
+            os.close(r)
+            if pid:
+                _reap(pid, kill=True)
+    return results
