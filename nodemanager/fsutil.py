@@ -6,6 +6,9 @@ import os
 import tempfile
 from pathlib import Path
 
+# In every temporary file's name, so the agent can find and remove those a kill -9 left behind.
+TEMP_MARK = ".nm-tmp-"
+
 
 def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int = 0o644) -> None:
     """Replace ``path`` with ``data`` so readers see the old or the new file, never half of one.
@@ -15,7 +18,7 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, mode: int = 0o644) -
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}{TEMP_MARK}", dir=target.parent)
     try:
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as f:

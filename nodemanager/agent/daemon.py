@@ -1,30 +1,42 @@
 """The long-running agent: informers mark the node dirty, one worker reconciles from the cache.
 
 Threads: one per informer, the lease heartbeat, the registration loop, the metrics and health
-servers; the worker runs in the main thread. Watch events never do work themselves: they set a
-flag the worker waits on, so a burst of events costs one reconcile (level-triggered, coalesced).
+servers, the status writer and the signal reader; the worker runs in the main thread. Watch
+events never do work themselves: they set a flag the worker waits on, so a burst of events
+costs one reconcile (level-triggered, coalesced). Changes of other nodes (read by templates
+through ``nodes``) wake the worker at most once per ``--peer-min-interval``.
+
+The worker never waits on the API server: status, Events and notifications go to the writer
+thread (``writer.py``). It reports its progress to ``Liveness``: /healthz fails and the Lease
+is no longer renewed while a reconcile runs past ``--reconcile-timeout``.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+import math
 import random
-import signal
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from nodemanager import __version__
-from nodemanager.agent.health import serve_health, serve_metrics
+from nodemanager.agent import cleanup
+from nodemanager.agent.health import Liveness, serve_health, serve_metrics
 from nodemanager.agent.hostfeatures import HostFeatures
 from nodemanager.agent.identity import identify
 from nodemanager.agent.metrics import Metrics
 from nodemanager.agent.reconcile import Reconciler
+from nodemanager.agent.signals import Signals
 from nodemanager.agent.state import Snapshot, StateStore
 from nodemanager.agent.status import differs
+from nodemanager.agent.writer import Writer
 from nodemanager.api import ConfigSet, parse_duration
+from nodemanager.executor.run import apply
 from nodemanager.host.observe import observe
 from nodemanager.kube import watches
 from nodemanager.kube.client import ClientFactory
@@ -44,7 +56,9 @@ class Options:
     hostname: str | None = None
     node_labels: dict[str, str] = field(default_factory=dict)
     state_dir: str = "/var/lib/nodemanager"
-    drift_check_interval: float = 1800.0
+    drift_check_interval: float = 1800.0  # 0: event-driven only
+    peer_min_interval: float = 10.0  # at most one reconcile per this for other nodes' changes
+    reconcile_timeout: float = 1800.0  # a reconcile running longer fails /healthz; 0: never
     backup_max_age: float | None = 30 * 86400.0  # None: keep file backups forever
     metrics_bind_address: str = ":8080"
     health_probe_bind_address: str = ":8081"
@@ -54,24 +68,27 @@ class Options:
 
 
 class Dirty:
-    """A coalescing 'something changed' flag."""
+    """A coalescing 'something changed' flag; peers' changes are told apart (rate-limited)."""
 
     def __init__(self) -> None:
         self._event = threading.Event()
         self.full = False
+        self.own = False  # anything but a peer's change
 
-    def mark(self, _source: str = "", *, full: bool = False) -> None:
+    def mark(self, _source: str = "", *, full: bool = False, peer: bool = False) -> None:
         self.full = self.full or full
+        self.own = self.own or not peer
         self._event.set()
 
     def wait(self, timeout: float | None) -> bool:
         return self._event.wait(timeout)
 
-    def take(self) -> bool:
-        """Clear the flag; whether a full (drift) run was asked for."""
+    def take(self) -> tuple[bool, bool]:
+        """Clear the flag; (whether a full run was asked for, whether only peers changed)."""
         self._event.clear()
         full, self.full = self.full, False
-        return full
+        own, self.own = self.own, False
+        return full, not own and not full
 
 
 class Daemon:
@@ -90,6 +107,11 @@ class Daemon:
         self.node_client = NodeClient(self.clients, opts.namespace, self.name)
         self.notifier = Notifier(self.clients)
         self.store = StateStore(opts.state_dir)
+        # Run dirs live under the state dir (0700), so a restart finds what a kill -9 left.
+        self.runs = Path(opts.state_dir) / "runs"
+        self.liveness = Liveness(opts.reconcile_timeout)
+        self.writer = Writer(self._patch_status)
+        self.stopped = threading.Event()
         self.reconciler = Reconciler(
             name=self.name,
             managed_labels=self.managed_labels,
@@ -99,6 +121,7 @@ class Daemon:
             agent_version=__version__,
             observe=observe,
             host=HostFeatures(opts.state_dir, backup_max_age=opts.backup_max_age),
+            run=functools.partial(apply, work_dir=str(self.runs)),
         )
         self.informers = {
             "configsets": self._informer(watches.CONFIGSETS),
@@ -113,12 +136,13 @@ class Daemon:
         self.ready = threading.Event()
         self._threads: list[threading.Thread] = []
 
-    def _informer(self, kind: Kind, **kwargs: Any) -> Informer:
+    def _informer(self, kind: Kind, *, peers: bool = False, **kwargs: Any) -> Informer:
+        on_change = functools.partial(self.dirty.mark, peer=True) if peers else self.dirty.mark
         return Informer(
             kind,
             self.clients,
             self.opts.namespace,
-            self.dirty.mark,
+            on_change,
             on_list=lambda k: self.metrics.informer_lists.labels(k).inc(),
             **kwargs,
         )
@@ -167,10 +191,16 @@ class Daemon:
         while not self.stop.is_set() and not self.registered.wait(1.0):
             pass
         while not self.stop.is_set():
-            try:
-                self.node_client.renew_lease()
-            except Exception as e:
-                log.warning("lease renewal failed: %s", e)
+            if not self.liveness.alive():  # a stuck agent must look dead to the cluster
+                log.error(
+                    "reconcile stuck %.0f s past the limit: not renewing the Lease",
+                    self.liveness.stuck_for(),
+                )
+            else:
+                try:
+                    self.node_client.renew_lease()
+                except Exception as e:
+                    log.warning("lease renewal failed: %s", e)
             self.stop.wait(LEASE_PERIOD)
 
     # -- the worker ------------------------------------------------------------------------
@@ -219,20 +249,19 @@ class Daemon:
             else [],
         )
         if self.nodes_informer is None and self.reconciler.uses_nodes(snap):
-            self.nodes_informer = self._informer(watches.MANAGEDNODES)
+            self.nodes_informer = self._informer(watches.MANAGEDNODES, peers=True)
             self._thread("informer-managednodes", self.nodes_informer.run, self.stop)
             return None  # come back once every node is in the cache
         return snap
 
+    def _patch_status(self, status: Any) -> None:
+        self.node_client.patch_status(status)
+        self.metrics.status_writes.inc()
+
     def _write_status(self, status: dict[str, Any], node: dict[str, Any]) -> None:
         if not self.registered.is_set() or not differs(status, node.get("status") or {}):
             return
-        try:
-            self.node_client.patch_status(status)
-            self.metrics.status_writes.inc()
-        except Exception as e:
-            log.warning("status write failed: %s", e)
-            self.dirty.mark("status retry")
+        self.writer.status(status)
 
     def reconcile_once(self, full: bool) -> tuple[bool, float | None]:
         """Reconcile now; (whether it could, when to come back)."""
@@ -243,12 +272,16 @@ class Daemon:
         result = self.reconciler.reconcile(snap, full=full)
         if self._online():
             self._write_status(result.status, snap.node)
+            uid = snap.node.get("metadata", {}).get("uid")
             if result.event:
                 reason, message, warning = result.event
-                self.node_client.event(
-                    reason, message, warning=warning, uid=snap.node.get("metadata", {}).get("uid")
+                self.writer.later(
+                    functools.partial(
+                        self.node_client.event, reason, message, warning=warning, uid=uid
+                    )
                 )
-            self._notify(result.notify, snap.node.get("metadata", {}).get("uid"))
+            if result.notify:
+                self.writer.later(functools.partial(self._notify, result.notify, uid))
         self.ready.set()
         log.info(
             "reconciled in %.3f s (ran ansible: %s, failed: %s)",
@@ -284,7 +317,8 @@ class Daemon:
                     self.node_client.event("NotifyFailed", message, warning=True, uid=uid)
 
     def _drift_period(self) -> float:
-        """The ManagedNode's spec.reconcilePeriod when set, else --drift-check-interval."""
+        """The ManagedNode's spec.reconcilePeriod when set, else --drift-check-interval; 0 means
+        event-driven only (no drift checks), as upstream documents."""
         me = self.informers["self"].get(self.name) or {}
         text = (me.get("spec") or {}).get("reconcilePeriod")
         if text:
@@ -294,63 +328,92 @@ class Daemon:
                 log.warning("spec.reconcilePeriod: %s; using --drift-check-interval", e)
         return self.opts.drift_check_interval
 
+    def _clean_leftovers(self) -> None:
+        """What a killed agent left: its run dirs (and processes in them), its temp files."""
+        try:
+            cleanup.clean_runs(self.runs)
+            snap = self.reconciler.applied.snapshot
+            if snap:
+                cleanup.clean_temp_files(cleanup.declared_paths(snap.configsets))
+        except OSError as e:
+            log.error("cannot clean up after a previous agent: %s", e)
+
     def run(self) -> None:
-        signal.signal(signal.SIGTERM, lambda *_: self.shutdown())
-        signal.signal(signal.SIGINT, lambda *_: self.shutdown())
-        signal.signal(signal.SIGHUP, lambda *_: self.dirty.mark("SIGHUP", full=True))
+        Signals(self.shutdown, self.stopped, lambda: self.dirty.mark("SIGHUP", full=True)).install()
+        try:
+            self._run()
+        finally:
+            self.stopped.set()
+
+    def _run(self) -> None:
+        self._clean_leftovers()
         servers = [
             serve_metrics(self.opts.metrics_bind_address, self.metrics.registry),
-            serve_health(self.opts.health_probe_bind_address, self.ready),
+            serve_health(self.opts.health_probe_bind_address, self.ready, self.liveness),
         ]
         self._thread("register", self._register)
         self._thread("lease", self._heartbeat)
+        self._thread("writer", self.writer.run, self.stop)
         for name, informer in self.informers.items():
             self._thread(f"informer-{name}", informer.run, self.stop)
         if self.opts.token_renewer:
             self._thread("token-renewer", self.opts.token_renewer.run, self.stop)
 
-        next_drift = time.monotonic()  # the first reconcile checks everything
-        last_full, period, jitter = next_drift, self._drift_period(), 1.0
+        def drift_at(since: float, period: float, jitter: float) -> float:
+            return since + period * jitter if period > 0 else math.inf
+
+        now = time.monotonic()
+        last_full, period, jitter = now, self._drift_period(), 1.0
+        next_drift = now  # the first reconcile checks everything
         requeue_at: float | None = None
+        peers_pending, peers_due = False, now
         waiting_for_cache = False
         self.dirty.mark("start", full=True)
         while not self.stop.is_set():
-            if (
-                self._drift_period() != period
-            ):  # spec.reconcilePeriod changed: count from the last check
+            if self._drift_period() != period:  # spec.reconcilePeriod changed: from the last check
                 period = self._drift_period()
-                next_drift = last_full + period * jitter
-            deadlines = ([] if waiting_for_cache else [next_drift]) + (
-                [requeue_at] if requeue_at else []
-            )
+                next_drift = drift_at(last_full, period, jitter)
+            deadlines = [d for d in [next_drift] if not waiting_for_cache and d != math.inf]
+            deadlines += [requeue_at] if requeue_at else []
+            deadlines += [peers_due] if peers_pending else []
             self.dirty.wait(max(0.0, min(deadlines) - time.monotonic()) if deadlines else None)
             if self.stop.is_set():
                 break
-            full = self.dirty.take() or time.monotonic() >= next_drift
+            asked_full, only_peers = self.dirty.take()
+            now = time.monotonic()
+            full = asked_full or now >= next_drift
+            due = (requeue_at is not None and now >= requeue_at) or now >= peers_due
+            if only_peers and not full and not due:
+                peers_pending = True  # other nodes changed: wait out the minimum interval
+                continue
+            peers_pending, peers_due = False, now + self.opts.peer_min_interval
+            self.liveness.busy()
             try:
                 done, requeue = self.reconcile_once(full)
             except Exception:
                 log.exception("reconcile failed")
                 done, requeue = True, 30.0
+            finally:
+                self.liveness.idle()
             waiting_for_cache = not done
             if not done:
                 self.dirty.full = self.dirty.full or full  # the cache will mark dirty once synced
+                peers_due = now  # the peers' first list is what it waits for: no hold-off
                 continue
             if full:
-                last_full, period, jitter = (
-                    time.monotonic(),
-                    self._drift_period(),
-                    random.uniform(0.9, 1.1),
-                )
-                next_drift = last_full + period * jitter
+                last_full, period = time.monotonic(), self._drift_period()
+                jitter = random.uniform(0.9, 1.1)
+                next_drift = drift_at(last_full, period, jitter)
             requeue_at = time.monotonic() + requeue if requeue else None
         for server in servers:
             if server:
                 server.shutdown()
+                server.server_close()
         self.clients.close()
         log.info("stopped")
 
     def shutdown(self) -> None:
-        """SIGTERM: finish the reconcile in progress (never leave a file half-written), exit."""
+        """SIGTERM: finish the reconcile in progress (never leave a file half-written), then
+        exit; the signal reader ends the process if that takes longer than its grace period."""
         self.stop.set()
         self.dirty.mark("stop")

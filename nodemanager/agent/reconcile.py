@@ -24,6 +24,7 @@ from nodemanager.agent.identity import NodeIdentity
 from nodemanager.agent.metrics import Metrics
 from nodemanager.agent.plan import NodePlan, Planner
 from nodemanager.agent.report import log_outcomes, log_results
+from nodemanager.agent.retries import stable
 from nodemanager.agent.sources import Snapshot
 from nodemanager.agent.state import Applied, StateStore
 from nodemanager.agent.status import compute
@@ -189,9 +190,11 @@ class Reconciler:
         results = []
         for cs in planned.desired.configsets:
             r = by_name[cs.name]
+            # Stable text: a repeat must not change the status (retries.stable).
+            r.failures = [Failure(f.resource, stable(f.message)) for f in r.failures]
             if run and run.result.status != "successful" and not r.failures:
                 if cs.name in run.configsets:
-                    r.failures.append(Failure("", run.result.breakdown()))
+                    r.failures.append(Failure("", stable(run.result.breakdown())))
             key = f"{cs.name}@{cs.resource_version}"
             if not r.failures:
                 applied_at.setdefault(key, now)

@@ -14,6 +14,8 @@ _PART = re.compile(
 
 def parse_duration(text: str) -> float:
     """Seconds in ``text``; ValueError naming the text when it is not a duration."""
+    if text == "0":  # Go accepts a bare zero too
+        return 0.0
     parts = _PART.findall(text)
     if not parts or "".join(n + u for n, u in parts) != text:
         raise ValueError(f"{text!r} is not a duration such as 30m, 1h30m or 45s")

@@ -15,19 +15,18 @@ a pipe it shares with the parent, and it dies with the parent (``PR_SET_PDEATHSI
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import math
 import os
 import resource
 import select
 import signal
 import struct
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-PR_SET_PDEATHSIG = 1
+from nodemanager.procutil import die_with_parent
+
 _HEADER = struct.Struct("!BQ")  # kind (0 ok, 1 error), payload length
 
 
@@ -35,10 +34,10 @@ _HEADER = struct.Struct("!BQ")  # kind (0 ok, 1 error), payload length
 class Limits:
     """Budgets per job. Wall clock is larger than CPU: the machine may be busy elsewhere."""
 
-    cpu_seconds: int = 5
+    cpu_seconds: int = 3
     memory_bytes: int = 512 * 2**20  # on top of the agent's own address space
     output_bytes: int = 16 * 2**20
-    wall_seconds: float = 30.0
+    wall_seconds: float = 20.0
 
 
 class JobFailed(Exception):
@@ -46,14 +45,6 @@ class JobFailed(Exception):
 
 
 Job = Callable[[], str]
-
-
-def die_with_parent() -> None:
-    """Ask Linux to SIGKILL this process when its parent dies; elsewhere a no-op."""
-    if not sys.platform.startswith("linux"):
-        return
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def _address_space() -> int | None:
@@ -80,18 +71,21 @@ def _child(jobs: Sequence[Job], fd: int, limits: Limits) -> None:
     code = 0
     try:
         die_with_parent()
-        signal.set_wakeup_fd(-1)  # the agent's signal pipe is not ours to write to
+        with contextlib.suppress(ValueError):  # the agent's signal pipe is not ours to write to
+            signal.set_wakeup_fd(-1)
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)
         space = _address_space()
         if space is not None:
             cap = space + limits.memory_bytes
             resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        hard_cpu = resource.getrlimit(resource.RLIMIT_CPU)[1]
         for job in jobs:
             # RLIMIT_CPU counts the whole process: each job gets the budget on top of what the
             # previous ones used. Over it, the kernel sends SIGXCPU, which ends the child.
+            # Only the soft limit moves: a hard limit once lowered cannot be raised again.
             budget = math.ceil(_cpu_used()) + limits.cpu_seconds
-            resource.setrlimit(resource.RLIMIT_CPU, (budget, budget + 1))
+            resource.setrlimit(resource.RLIMIT_CPU, (budget, hard_cpu))
             try:
                 kind, text = 0, job()
                 if len(text) > limits.output_bytes:  # characters; bytes checked below

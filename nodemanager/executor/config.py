@@ -16,6 +16,7 @@ from typing import Any
 
 from nodemanager.executor.errors import MissingModules
 from nodemanager.playbook.build import module_of
+from nodemanager.procutil import RUN_MARK
 from nodemanager.resources import data_path
 
 # NODEMANAGER_COLLECTIONS_PATH (colon-separated) replaces the search path. Otherwise the
@@ -61,6 +62,8 @@ def envvars(private: Path) -> dict[str, str]:
         "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False",
         # Module results never go to syslog/journal: they may carry file contents.
         "ANSIBLE_NO_TARGET_SYSLOG": "True",
+        # Marks every process of this run, so none outlives a killed agent (executor/child.py).
+        RUN_MARK: str(private),
     }
 
 

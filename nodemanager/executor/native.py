@@ -22,6 +22,7 @@ from nodemanager.executor import attrs
 from nodemanager.executor.attrs import Declined
 from nodemanager.executor.events import TaskResult, TaskStatus, headers
 from nodemanager.playbook.steps import EXEC_PATH, Step, StepKind
+from nodemanager.procutil import die_with_parent
 
 # Ansible's copy leaves the diff out when either side is larger than this (DIFF max size).
 MAX_DIFF = 104448
@@ -136,6 +137,7 @@ def _command(step: Step, check: bool, want_diff: bool) -> TaskResult:
             cwd="/",
             env=command_env(),
             stdin=subprocess.DEVNULL,
+            preexec_fn=die_with_parent,  # a kill -9 of the agent takes the command with it
             capture_output=True,
             text=True,
             errors="replace",

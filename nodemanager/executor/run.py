@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from nodemanager.executor import config, native, probe
+from nodemanager.executor import child, config, native, probe
 from nodemanager.executor.errors import ExecutorError
 from nodemanager.executor.events import TaskResult, to_result
 from nodemanager.playbook.build import Plan
@@ -205,6 +205,9 @@ def execute(
 ) -> RunResult:
     """Run ``plan`` through ansible-runner. ``on_result`` sees each task outcome as it happens."""
     import ansible_runner  # here, not at the top: an agent the fast path serves never pays for it
+    import ansible_runner.runner
+
+    child.install(ansible_runner.runner)  # ansible-playbook dies with the agent (kill -9 too)
 
     config.check_modules(config.modules_of(plan.playbook))
     private = config.private_dir(work_dir)
@@ -257,6 +260,7 @@ def execute(
             message=message,
         )
     finally:
+        child.reap_guards()
         if keep_dir:
             log.info("private data dir kept at %s", private)
         else:

@@ -2,6 +2,11 @@
 
 The kubeconfig is re-read when its file changes, so a rotated token (written atomically by the
 token renewer or `nodemanager bootstrap`) is used without a restart.
+
+No request waits forever: a hung API server (stopped, not down) would otherwise hold the
+calling thread for as long as the kernel keeps the connection. Every request gets a connect
+and a read timeout unless its caller gave one (watches do: their read timeout follows
+``timeout_seconds``).
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from typing import Any
 from kubernetes import client, config
 
 FIELD_MANAGER = "nodemanager"
+CONNECT_TIMEOUT = 5.0
+READ_TIMEOUT = 30.0
 
 
 def in_cluster() -> bool:
@@ -54,22 +61,25 @@ class ClientFactory:
                     raise FileNotFoundError(
                         f"kubeconfig {self.kubeconfig} not found and not running in a pod"
                     )
-                if self.on_request:
-                    fresh.rest_client.request = self._counted(fresh.rest_client.request)
+                fresh.rest_client.request = self._bounded(fresh.rest_client.request)
                 old, self._client, self._mtime = self._client, fresh, stamp
                 if old is not None:
                     old.close()
             return self._client
 
-    def _counted(self, request: Callable[..., Any]) -> Callable[..., Any]:
+    def _bounded(self, request: Callable[..., Any]) -> Callable[..., Any]:
+        """Count each request and give it timeouts when its caller did not."""
+
         on_request = self.on_request
 
-        def counted(method: str, *args: Any, **kwargs: Any) -> Any:
+        def bounded(method: str, *args: Any, **kwargs: Any) -> Any:
             if on_request:
                 on_request(method)
+            if kwargs.get("_request_timeout") is None:
+                kwargs["_request_timeout"] = (CONNECT_TIMEOUT, READ_TIMEOUT)
             return request(method, *args, **kwargs)
 
-        return counted
+        return bounded
 
     def close(self) -> None:
         with self._lock:

@@ -18,7 +18,7 @@ from typing import Any
 from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 
-from nodemanager.kube.client import ClientFactory
+from nodemanager.kube.client import CONNECT_TIMEOUT, ClientFactory
 
 log = logging.getLogger(__name__)
 
@@ -102,12 +102,16 @@ class Informer:
     def _watch(self, stop: threading.Event) -> None:
         api = self.clients.get()
         w = watch.Watch()
+        timeout = self.watch_timeout + random.randint(0, 60)
         stream = w.stream(
             self.kind.lister(api),
             namespace=self.namespace,
             resource_version=self._rv,
             allow_watch_bookmarks=True,
-            timeout_seconds=self.watch_timeout + random.randint(0, 60),
+            timeout_seconds=timeout,
+            # The server ends the watch after timeout_seconds; a hung server must not hold this
+            # thread longer than that (a stale cache, the worker still enforces from it).
+            _request_timeout=(CONNECT_TIMEOUT, timeout + 30),
             **self._kwargs(),
         )
         try:

@@ -7,6 +7,7 @@ certificate in system:masters, and a service-account signing key so the TokenReq
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -15,6 +16,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import yaml
@@ -266,6 +268,16 @@ class ControlPlane:
 
     def stop_apiserver(self) -> None:
         self._kill(self._apiserver)
+
+    @contextlib.contextmanager
+    def hung_apiserver(self) -> Iterator[None]:
+        """kube-apiserver stopped by SIGSTOP: connections open, no answers (hung, not down)."""
+        assert self._apiserver is not None
+        os.kill(self._apiserver.pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.kill(self._apiserver.pid, signal.SIGCONT)
 
     def restart_apiserver(self) -> None:
         """Stop and start kube-apiserver only: same ports, certificates and etcd data."""

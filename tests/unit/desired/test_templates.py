@@ -137,6 +137,7 @@ def test_a_spinning_template_fails_alone_within_its_cpu_limit():
                     "metadata": {"name": "t"},
                     "spec": {
                         "files": [
+                            {"path": "/before", "template": "{{ node.name }}"},
                             {"path": "/spin", "template": FREEZE},
                             {"path": "/after", "template": "{{ node.name }}"},
                         ]
@@ -149,9 +150,9 @@ def test_a_spinning_template_fails_alone_within_its_cpu_limit():
     kept, contents, failures = render_templates(desired, DATA, renderer)
     assert time.monotonic() - started < 20
     assert "over the CPU time limit of 1 s" in failures["file:/spin"], failures
-    assert failures["file:/spin"].startswith("TemplateError: spec.files[0].template: ")
+    assert failures["file:/spin"].startswith("TemplateError: spec.files[1].template: ")
     assert contents["/after"].text == "web1"  # the file after it rendered in a fresh child
-    assert [r.id for r in kept.resources] == ["file:/after"]
+    assert [r.id for r in kept.resources] == ["file:/before", "file:/after"]
     # Cached: the same inputs are not tried again (no second CPU-limit wait).
     started = time.monotonic()
     assert render_templates(desired, DATA, renderer)[2] == failures

@@ -1,0 +1,105 @@
+"""ansible-playbook, and everything it started, dies with the agent.
+
+ansible-runner starts ansible-playbook with ``pexpect.spawn`` (a new session on a pty) and
+offers no hook to run code in the child, so its view of pexpect gets a ``spawn`` that
+
+- passes ``preexec_fn``: the parent death signal (``nodemanager.procutil``) for
+  ansible-playbook itself; the setting is not inherited by its workers and modules, and the
+  pty's hangup cannot reach them either (ansible-runner makes the session ignore SIGHUP); so
+- forks a guard, a tiny process that notices the agent is gone (it is reparented) and kills
+  every process of the run: Ansible's workers start sessions of their own, so they are found
+  by the run directory in their environment (``procutil.pids_of_run``). The guard ends by
+  itself once ansible-playbook has exited.
+
+Only ansible-runner's module reference changes; pexpect itself is untouched for others.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+import types
+from typing import Any
+
+from nodemanager.procutil import RUN_MARK, die_with_parent, kill_run
+
+_guards: list[int] = []
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its parent to reap it does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+
+def _guard(session: int, agent: int, run_dir: str | None) -> None:
+    """In the guard: watch the agent and ansible-playbook; never returns."""
+    try:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
+        with contextlib.suppress(ValueError):
+            signal.set_wakeup_fd(-1)
+        while True:
+            # Session before parent: when the agent dies, the parent death signal may end
+            # ansible-playbook first, and its workers must still go; the agent's death is
+            # seen here (reparenting) no later than ansible-playbook's.
+            ended = not _alive(session)
+            if os.getppid() != agent:
+                with contextlib.suppress(OSError):
+                    os.killpg(session, signal.SIGKILL)
+                if run_dir:
+                    kill_run(run_dir)
+                break
+            if ended:
+                break
+            time.sleep(0.2)
+    finally:
+        os._exit(0)
+
+
+def start_guard(session: int, run_dir: str | None) -> None:
+    agent = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        _guard(session, agent, run_dir)
+    _guards.append(pid)
+
+
+def reap_guards() -> None:
+    """After a run: end and reap the guards (their session is over)."""
+    while _guards:
+        pid = _guards.pop()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+
+
+def install(runner_module: Any) -> None:
+    """Make ``runner_module`` (``ansible_runner.runner``) start children that die with us."""
+    real = runner_module.pexpect
+    if getattr(real, "nodemanager_guarded", False):
+        return
+
+    class Spawn(real.spawn):  # type: ignore[misc,name-defined]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs.setdefault("preexec_fn", die_with_parent)
+            super().__init__(*args, **kwargs)
+            if self.pid:
+                start_guard(self.pid, (kwargs.get("env") or {}).get(RUN_MARK))
+
+    view = types.SimpleNamespace(**{k: getattr(real, k) for k in dir(real)})
+    view.spawn = Spawn
+    view.nodemanager_guarded = True
+    runner_module.pexpect = view
