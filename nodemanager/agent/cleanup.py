@@ -17,6 +17,7 @@ import os
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from nodemanager.fsutil import TEMP_MARK
 from nodemanager.procutil import kill_run
@@ -56,7 +57,7 @@ def clean_temp_files(paths: Iterable[str]) -> int:
     return removed
 
 
-def declared_paths(configsets: Iterable[dict]) -> list[str]:
+def declared_paths(configsets: Iterable[dict[str, Any]]) -> list[str]:
     """The file paths raw ConfigSets declare (the last applied snapshot's)."""
     return [
         str(f["path"])
