@@ -126,18 +126,29 @@ class Daemon:
         self.informers = {
             "configsets": self._informer(watches.CONFIGSETS),
             "self": self._informer(
-                watches.MANAGEDNODES, field_selector=f"metadata.name={self.name}"
+                watches.MANAGEDNODES,
+                field_selector=f"metadata.name={self.name}",
+                on_change=self._self_changed,
             ),
             "secrets": self._informer(watches.SECRETS),
             "configmaps": self._informer(watches.CONFIGMAPS),
         }
+        self._self_seen: str | None = None
         self.nodes_informer: Informer | None = None  # started only when a template reads `nodes`
         self.registered = threading.Event()
         self.ready = threading.Event()
         self._threads: list[threading.Thread] = []
 
-    def _informer(self, kind: Kind, *, peers: bool = False, **kwargs: Any) -> Informer:
-        on_change = functools.partial(self.dirty.mark, peer=True) if peers else self.dirty.mark
+    def _informer(
+        self,
+        kind: Kind,
+        *,
+        peers: bool = False,
+        on_change: Callable[[str], None] | None = None,
+        **kwargs: Any,
+    ) -> Informer:
+        if on_change is None:
+            on_change = functools.partial(self.dirty.mark, peer=True) if peers else self.dirty.mark
         return Informer(
             kind,
             self.clients,
@@ -146,6 +157,19 @@ class Daemon:
             on_list=lambda k: self.metrics.informer_lists.labels(k).inc(),
             **kwargs,
         )
+
+    def _self_changed(self, kind: str) -> None:
+        """The own ManagedNode changed. Its status is the agent's own writing: a change there
+        only matters to templates reading ``node.status`` and waits like a peer's, or each
+        status write (file backups, say) would wake the worker again at once."""
+        me = self.informers["self"].get(self.name) or {}
+        meta = me.get("metadata") or {}
+        wanted = repr((meta.get("labels"), meta.get("annotations"), me.get("spec")))
+        if wanted != self._self_seen:
+            self._self_seen = wanted
+            self.dirty.mark(kind)
+        else:
+            self.dirty.mark(kind, peer=True)
 
     # -- threads ---------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable
 
 log = logging.getLogger(__name__)
-GRACE = 8.0  # seconds; systemd and kubelet wait 10 s or more before SIGKILL
+GRACE = 6.0  # seconds; systemd and kubelet wait 10 s or more before SIGKILL
 
 
 def _ignore(_signum: int, _frame: object) -> None:
