@@ -384,7 +384,8 @@ def test_event_driven_period_and_failure_backoff_make_no_storm(
         measured("their count", sum(e.count or 0 for e in failed), "repeats")
         assert 2 <= attempts <= 5  # 10 s, 20 s, 40 s … apart, not every few seconds
         assert reconciled <= 10
-        assert len(failed) == 1 and failed[0].count == attempts
+        assert len(failed) == 1  # one Event, counted (its last patch may still be on its way)
+        assert attempts - 1 <= failed[0].count <= attempts
         assert "exited 3" in entry(node(api_client, namespace, host), "failing")["error"]
     finally:
         agent.stop()
