@@ -389,3 +389,51 @@ def test_event_driven_period_and_failure_backoff_make_no_storm(
         assert "exited 3" in entry(node(api_client, namespace, host), "failing")["error"]
     finally:
         agent.stop()
+
+
+def test_a_stuck_worker_fails_healthz_and_stops_renewing_its_lease(
+    kubeconfig, api_client, namespace, host, tmp_path
+):
+    agent = Agent(
+        kubeconfig, namespace, host, tmp_path / "state", "--reconcile-timeout", "3s"
+    ).start()
+    leases = client.CoordinationV1Api(api_client)
+
+    def renewed():
+        items = leases.list_namespaced_lease(namespace, field_selector=f"metadata.name={host}")
+        return items.items and items.items[0].spec.renew_time
+
+    try:
+        first = eventually(renewed, timeout=30, message="lease renewed")
+        assert agent.get("/healthz", agent.health_port) == 200
+        # A command that runs long keeps the worker in one reconcile (natively: no Ansible).
+        put_configset(
+            api_client,
+            namespace,
+            "long",
+            {**for_host(host, []), "executions": [{"command": "/bin/sleep", "args": ["40"]}]},
+        )
+        started = time.monotonic()
+        eventually(
+            lambda: agent.get("/healthz", agent.health_port) == 500,
+            timeout=30,
+            message="/healthz fails while the reconcile runs past the limit",
+        )
+        measured(
+            "/healthz failing after the reconcile started (3 s limit)", time.monotonic() - started
+        )
+        stuck_at = renewed()
+        time.sleep(12)  # more than one Lease period (10 s): it must not move meanwhile
+        assert renewed() == stuck_at and stuck_at >= first
+        assert "not renewing the Lease" in agent.log()
+        command = children(agent.proc.pid)
+        assert command, "the long command runs as the agent's child"
+        started = time.monotonic()
+        agent.signal(signal.SIGTERM)
+        agent.proc.wait(30)
+        took = time.monotonic() - started
+        measured("SIGTERM to exit while a command runs in the worker", took)
+        assert took <= 10
+        eventually(lambda: not any(running(p) for p in command), timeout=5, message="no command")
+    finally:
+        agent.stop()
