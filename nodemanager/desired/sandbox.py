@@ -37,7 +37,7 @@ class Limits:
     cpu_seconds: int = 3
     memory_bytes: int = 512 * 2**20  # on top of the agent's own address space
     output_bytes: int = 16 * 2**20
-    wall_seconds: float = 20.0
+    wall_seconds: float = 15.0
 
 
 class JobFailed(Exception):
