@@ -186,11 +186,13 @@ class Renderer:
             for refs, source in ((f.secret_refs, data.secrets), (f.configmap_refs, data.configmaps))
             for r in refs
         ]
-        # Other nodes count only for a template that reads them: their churn must not
-        # re-render the others (``node`` always counts: ``node.items()`` reaches all of it).
-        peers = nodes if "nodes" in names_read(f.template or "") else ""
+        # Node data counts only for a template that reads it: a peer's churn, or this node's
+        # own status write, must not re-render (and re-run the limits of) the others.
+        names = names_read(f.template or "")
+        me = node if "node" in names else ""
+        peers = nodes if "nodes" in names else ""
         return _digest(
-            [f.path, f.template, [list(f.secret_refs), list(f.configmap_refs)], refs, node, peers]
+            [f.path, f.template, [list(f.secret_refs), list(f.configmap_refs)], refs, me, peers]
         )
 
     def render(self, files: list[File], data: TemplateData) -> list[Rendered | TemplateError]:

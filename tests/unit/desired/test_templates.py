@@ -1,5 +1,4 @@
 import base64
-import time
 
 import pytest
 
@@ -146,17 +145,15 @@ def test_a_spinning_template_fails_alone_within_its_cpu_limit():
             )
         ]
     )
-    started = time.monotonic()
     kept, contents, failures = render_templates(desired, DATA, renderer)
-    assert time.monotonic() - started < 20
     assert "over the CPU time limit of 1 s" in failures["file:/spin"], failures
     assert failures["file:/spin"].startswith("TemplateError: spec.files[1].template: ")
     assert contents["/after"].text == "web1"  # the file after it rendered in a fresh child
     assert [r.id for r in kept.resources] == ["file:/before", "file:/after"]
-    # Cached: the same inputs are not tried again (no second CPU-limit wait).
-    started = time.monotonic()
-    assert render_templates(desired, DATA, renderer)[2] == failures
-    assert time.monotonic() - started < 0.5
+    # Cached: the same inputs are not tried again (the very same outcome comes back).
+    specs = [r.spec for r in desired.of_kind("file")]
+    first = renderer.render(specs, DATA)
+    assert all(a is b for a, b in zip(first, renderer.render(specs, DATA), strict=True))
 
 
 def test_memory_and_output_limits_are_errors_on_their_file():
