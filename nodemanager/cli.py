@@ -509,12 +509,20 @@ def _default_node_kubeconfig() -> str:
     help="Custom labels k=v,k2=v2 this node may carry (`run --node-labels`); the node cannot "
     "set any other.",
 )
+@click.option(
+    "--lease-groups",
+    default="",
+    help="Comma-separated services[].lock_group and spec.upgrade.group names the node may lock.",
+)
 @_output_format_option()
-def rbac(hostname: str, namespace: str, node_labels: str | None, output_format: str) -> None:
+def rbac(
+    hostname: str, namespace: str, node_labels: str | None, lease_groups: str, output_format: str
+) -> None:
     """Print the RBAC objects and admission policy one node needs (apply them yourself)."""
     from nodemanager.bootstrap.rbac import manifests
 
-    _emit(list(manifests(hostname, namespace, _labels(node_labels))), output_format)
+    groups = [g.strip() for g in lease_groups.split(",") if g.strip()]
+    _emit(list(manifests(hostname, namespace, _labels(node_labels), groups)), output_format)
 
 
 def _kube_errors(f: F) -> F:

@@ -26,6 +26,7 @@ from typing import Any
 
 from nodemanager import __version__
 from nodemanager.agent import cleanup
+from nodemanager.agent.grouplocks import GroupLocks
 from nodemanager.agent.health import Liveness, serve_health, serve_metrics
 from nodemanager.agent.hostfeatures import HostFeatures
 from nodemanager.agent.identity import identify
@@ -42,6 +43,7 @@ from nodemanager.kube import watches
 from nodemanager.kube.client import ClientFactory
 from nodemanager.kube.errors import Forbidden
 from nodemanager.kube.informer import Backoff, Informer, Kind
+from nodemanager.kube.locks import GroupLock
 from nodemanager.kube.nodes import NodeClient
 from nodemanager.kube.notify import NOTIFIED_AT, NOTIFIED_BY, Notifier
 
@@ -120,7 +122,13 @@ class Daemon:
             metrics=self.metrics,
             agent_version=__version__,
             observe=observe,
-            host=HostFeatures(opts.state_dir, backup_max_age=opts.backup_max_age),
+            host=HostFeatures(
+                opts.state_dir,
+                backup_max_age=opts.backup_max_age,
+                locks=GroupLocks(
+                    GroupLock(self.clients, opts.namespace, self.name), wait=self.stop.wait
+                ),
+            ),
             run=functools.partial(apply, work_dir=str(self.runs)),
         )
         self.informers = {

@@ -1,8 +1,9 @@
 """What the agent does for the host beside ConfigSets, wired into each reconcile by two hooks:
 
-- ``before_change``: the executor calls it before native writes or Ansible touch a file; every
-  file a task is about to replace or remove (other content, absent, a directory or symlink in
-  its place) is backed up first (``host/backups.py``).
+- ``before_change``: the executor calls it before native writes or Ansible touch a file. It
+  takes the Leases of the lock groups whose services this change may restart, held until
+  ``after_run`` (``agent/grouplocks.py``), then backs up every file a task is about to replace
+  or remove (other content, absent, a directory or symlink in its place; ``host/backups.py``).
 - ``status``: the status fields these features own: ``wireGuard`` with the keypair of
   ``spec.wireGuard`` (``host/wgkeys.py``) and ``fileBackups``; backups older than
   ``--backup-max-age`` are collected with each drift check.
@@ -17,6 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from nodemanager.agent.grouplocks import GroupLocks, groups_to_lock
 from nodemanager.api import File
 from nodemanager.desired.templates import Rendered
 from nodemanager.host.backups import BackupStore
@@ -52,7 +54,14 @@ def _replaces(f: File, contents: Mapping[str, Rendered]) -> bool:
 
 
 class HostFeatures:
-    def __init__(self, state_dir: str, *, backup_max_age: float | None = None):
+    def __init__(
+        self,
+        state_dir: str,
+        *,
+        backup_max_age: float | None = None,
+        locks: GroupLocks | None = None,
+    ):
+        self.locks = locks  # services[].lock_group; None without a cluster
         self.backups = BackupStore(state_dir)
         self.keys = KeyStore(state_dir)
         self.backup_max_age = backup_max_age
@@ -64,6 +73,8 @@ class HostFeatures:
         files: dict[str, object] = {r.id: r.spec for r in plan.desired.of_kind("file")}
 
         def backup(resources: list[str]) -> None:
+            if self.locks:
+                self.locks.acquire(groups_to_lock(plan, resources))  # may wait, may raise
             due = []
             for rid in resources:
                 f = files.get(rid)
@@ -81,6 +92,11 @@ class HostFeatures:
                 log.info("backed up %s", ", ".join(sorted(saved)))
 
         return backup
+
+    def after_run(self) -> None:
+        """The run is over (restarts included): give the group Leases back."""
+        if self.locks:
+            self.locks.release()
 
     def status(
         self, node: Mapping[str, Any], observed: Mapping[str, Any], *, full: bool

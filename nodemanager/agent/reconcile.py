@@ -155,6 +155,9 @@ class Reconciler:
             result = self.run(plan, **hooks)
         except ExecutorError as e:  # Ansible could not start at all (missing module, no pty)
             result = RunResult("failed", -1, (), ansible=False, message=str(e))
+        finally:
+            if self.host:
+                self.host.after_run()  # services[].lock_group: give the Leases back
         if result.ansible:
             self.metrics.ansible_runs.inc()
             self.metrics.observe_run(time.monotonic() - started, involved)

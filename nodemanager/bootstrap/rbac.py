@@ -11,7 +11,7 @@ agent manages (a compromised host must not opt itself into other ConfigSets by l
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodemanager.host.labels import MANAGED_KEYS
@@ -52,7 +52,8 @@ def _binding(name: str, namespace: str, sa: str) -> dict[str, Any]:
     }
 
 
-def node_rules(hostname: str) -> list[dict[str, Any]]:
+def node_rules(hostname: str, lease_groups: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """``lease_groups``: the lock_group and spec.upgrade.group Leases this node may take."""
     read = ["get", "list", "watch"]
     return [
         {"apiGroups": [GROUP], "resources": ["configsets"], "verbs": read},
@@ -69,7 +70,7 @@ def node_rules(hostname: str) -> list[dict[str, Any]]:
         {
             "apiGroups": ["coordination.k8s.io"],
             "resources": ["leases"],
-            "resourceNames": [hostname],
+            "resourceNames": sorted({hostname, *lease_groups}),
             "verbs": ["get", "update", "patch"],
         },
         {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
@@ -160,7 +161,10 @@ def approved_node(hostname: str, namespace: str, node_labels: Mapping[str, str])
 
 
 def manifests(
-    hostname: str, namespace: str = "nodemanager", node_labels: Mapping[str, str] | None = None
+    hostname: str,
+    namespace: str = "nodemanager",
+    node_labels: Mapping[str, str] | None = None,
+    lease_groups: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Every object one node needs, in apply order; with ``node_labels``, also its ManagedNode
     with those labels approved (the CRDs must be installed first)."""
@@ -177,7 +181,7 @@ def manifests(
                 "labels": {"app.kubernetes.io/name": "nodemanager"},
             },
         },
-        _role(f"nodemanager-node-{hostname}", namespace, node_rules(hostname)),
+        _role(f"nodemanager-node-{hostname}", namespace, node_rules(hostname, lease_groups)),
         _binding(f"nodemanager-node-{hostname}", namespace, sa),
         # The node renews its own token, and only its own.
         _role(

@@ -1,0 +1,97 @@
+"""``services[].lock_group``: rolling restarts across the fleet.
+
+A service with a ``lock_group`` is restarted by a handler when a file it subscribes to changes
+(or its FreeBSD arguments do). Before the executor changes any of those, the agent takes the
+group's Lease (``kube/locks.py``; named after the group, in the agent's namespace) and keeps it
+until the run, restart included, is over; a node that finds the Lease held waits for it. So the
+change and the restart it causes happen on one node of the group at a time. A node that waited
+longer than the timeout changes nothing and reports which node held the Lease; the next
+reconcile tries again. Without a cluster (``apply -f``) there is no one to wait for.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from nodemanager.api import Service
+from nodemanager.executor.errors import ExecutorError
+from nodemanager.playbook.build import Plan
+
+log = logging.getLogger(__name__)
+
+
+class Locker(Protocol):
+    def try_acquire(self, name: str, duration_seconds: int = ...) -> str | None: ...
+
+    def release(self, name: str) -> None: ...
+
+
+class LockWaitTimeout(ExecutorError):
+    """A group Lease stayed with another node too long; nothing was changed."""
+
+
+def groups_to_lock(plan: Plan, resources: list[str]) -> list[str]:
+    """The lock groups whose services this change may restart."""
+    changing = set(resources)
+    groups = set()
+    for r in plan.desired.of_kind("service"):
+        s = r.spec
+        if not isinstance(s, Service) or not s.lock_group or s.ensure == "stopped":
+            continue
+        triggers = {f"file:{p}" for p in s.subscribe_files}
+        if s.arguments is not None:
+            triggers.add(r.id)
+        if triggers & changing:
+            groups.add(s.lock_group)
+    return sorted(groups)
+
+
+class GroupLocks:
+    def __init__(
+        self,
+        locker: Locker,
+        *,
+        wait: Callable[[float], object] = time.sleep,
+        timeout: float = 600.0,
+        poll: float = 2.0,
+        lease_seconds: int = 300,
+    ):
+        self.locker, self.wait, self.timeout, self.poll = locker, wait, timeout, poll
+        self.lease_seconds = lease_seconds
+        self.held: list[str] = []
+
+    def acquire(self, groups: list[str]) -> None:
+        """Hold every Lease in ``groups`` (sorted, so two nodes never wait on each other)."""
+        for group in groups:
+            deadline = time.monotonic() + self.timeout
+            announced = False
+            while True:
+                holder = self.locker.try_acquire(group, self.lease_seconds)
+                if holder is None:
+                    self.held.append(group)
+                    log.info("holding lock group %s", group)
+                    break
+                if not announced:
+                    log.info("lock group %s is held by %s; waiting", group, holder)
+                    announced = True
+                if time.monotonic() >= deadline:
+                    self.release()
+                    raise LockWaitTimeout(
+                        f"spec.services[].lock_group {group}: held by {holder} for more than "
+                        f"{self.timeout:.0f} s; nothing was changed, retrying"
+                    )
+                if self.wait(self.poll):
+                    self.release()  # the agent is stopping
+                    raise LockWaitTimeout(f"lock_group {group}: stopped while waiting")
+
+    def release(self) -> None:
+        for group in self.held:
+            try:
+                self.locker.release(group)
+                log.info("released lock group %s", group)
+            except Exception as e:  # it expires on its own; say so and go on
+                log.warning("could not release lock group %s: %s", group, e)
+        self.held = []

@@ -1,0 +1,199 @@
+"""services[].lock_group on the real control plane: the group Lease's rules, and two agents in
+one booted systemd machine whose restarts never overlap, read from the services' own logs."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+import yaml
+from kubernetes import client
+
+from nodemanager.kube.client import ClientFactory
+from nodemanager.kube.locks import GroupLock
+from tests.cluster.helpers import eventually
+from tests.cluster.test_daemon import condition, entry, node, put_configset
+from tests.integration.helpers import NODEMANAGER
+from tests.integration.machines import Machine
+
+pytestmark = [pytest.mark.cluster]
+
+
+def test_group_lease_is_held_by_one_node_expires_and_is_released(kubeconfig, namespace):
+    clients = ClientFactory(kubeconfig)
+    a, b = GroupLock(clients, namespace, "a"), GroupLock(clients, namespace, "b")
+    assert a.try_acquire("web", 60) is None
+    assert b.try_acquire("web", 60) == "a"
+    assert a.try_acquire("web", 60) is None  # held already: renewed
+    a.release("web")
+    assert b.try_acquire("web", 1) is None
+    lease = client.CoordinationV1Api(clients.get()).read_namespaced_lease("web", namespace)
+    assert lease.spec.holder_identity == "b" and lease.spec.lease_transitions == 1
+    # b stops renewing (as a crashed node would): after its duration, a may take over.
+    eventually(lambda: a.try_acquire("web", 60) is None, timeout=10, interval=0.5)
+    b.release("web")  # not b's any more: left alone
+    lease = client.CoordinationV1Api(clients.get()).read_namespaced_lease("web", namespace)
+    assert lease.spec.holder_identity == "a"
+    clients.close()
+
+
+def test_racing_nodes_never_both_hold_the_lease(kubeconfig, namespace):
+    clients = ClientFactory(kubeconfig)
+    winners: list[str] = []
+    barrier = threading.Barrier(4)
+
+    def race(me: str) -> None:
+        barrier.wait()
+        if GroupLock(clients, namespace, me).try_acquire("race", 60) is None:
+            winners.append(me)
+
+    threads = [threading.Thread(target=race, args=(f"n{i}",)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(winners) == 1
+    clients.close()
+
+
+def _portable_kubeconfig(source: str, dest: Path) -> Path:
+    """The admin kubeconfig with its certificate files inlined, readable inside the machine."""
+    cfg = yaml.safe_load(Path(source).read_text())
+    for item, fields in (
+        ("clusters", ("certificate-authority",)),
+        ("users", ("client-certificate", "client-key")),
+    ):
+        for entry_ in cfg[item]:
+            body = entry_[item[:-1]]
+            for field in fields:
+                if field in body:
+                    body[f"{field}-data"] = base64.b64encode(
+                        Path(body.pop(field)).read_bytes()
+                    ).decode()
+    dest.write_text(yaml.safe_dump(cfg))
+    dest.chmod(0o600)
+    return dest
+
+
+def _unit(name: str, log: str) -> str:
+    # The restart takes 3 s (ExecStartPre); begin and end of each start go to the service's log.
+    pre = f"echo begin $(date +%%s.%%N) >> {log}; sleep 3; echo end $(date +%%s.%%N) >> {log}"
+    return (
+        f"[Unit]\nDescription=lock_group test {name}\n\n[Service]\n"
+        f"ExecStartPre=/bin/sh -c '{pre}'\nExecStart=/bin/sleep infinity\n\n"
+        "[Install]\nWantedBy=multi-user.target\n"
+    )
+
+
+def _spec(host: str, version: str) -> dict:
+    unit, conf, log = (
+        f"/etc/systemd/system/{host}.service",
+        f"/etc/{host}.conf",
+        f"/var/lib/{host}.log",
+    )
+    return {
+        "selector": {"matchLabels": {"kubernetes.io/hostname": host}},
+        "files": [{"path": unit, "content": _unit(host, log)}, {"path": conf, "content": version}],
+        "services": [
+            {"name": host, "ensure": "running", "subscribe_files": [conf], "lock_group": "web"}
+        ],
+        "executions": [
+            {"command": "/bin/systemctl", "args": ["daemon-reload"], "subscribe_files": [unit]}
+        ],
+    }
+
+
+def _starts(machine: Machine, host: str) -> list[tuple[float, float]]:
+    log = machine.path(f"/var/lib/{host}.log")
+    lines = log.read_text().split("\n") if log.exists() else []
+    begins = [float(x.split()[1]) for x in lines if x.startswith("begin")]
+    ends = [float(x.split()[1]) for x in lines if x.startswith("end")]
+    return list(zip(begins, ends, strict=False))
+
+
+@pytest.mark.machine
+@pytest.mark.ansible
+def test_two_agents_restart_a_lock_group_one_at_a_time(api_client, kubeconfig, namespace, tmp_path):
+    machine = Machine("systemd", tmp_path).start()
+    agents: list[subprocess.Popen] = []
+    logs = []
+    hosts = ("lock-a", "lock-b")
+    try:
+        kc = _portable_kubeconfig(kubeconfig, tmp_path / "kubeconfig")
+        for host in hosts:
+            put_configset(api_client, namespace, host, _spec(host, "v1"))
+        for host in hosts:
+            log = open(tmp_path / f"{host}.agent.log", "wb")  # noqa: SIM115 (closed below)
+            logs.append(log)
+            argv = [
+                "nsenter",
+                "-t",
+                str(machine.leader),
+                "-m",
+                "-u",
+                "-i",
+                "-n",
+                "-p",
+                "--",
+                NODEMANAGER,
+                "run",
+                "--kubeconfig",
+                str(kc),
+                "--namespace",
+                namespace,
+                "--hostname",
+                host,
+                "--state-dir",
+                f"/var/lib/nm-{host}",
+                "--metrics-bind-address",
+                "0",
+                "--health-probe-bind-address",
+                "0",
+                "--log-format",
+                "text",
+            ]
+            agents.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT))
+
+        def applied(version: str) -> bool:
+            for host in hosts:
+                n = node(api_client, namespace, host)
+                e = entry(n, host)
+                assert e and not e["error"] and condition(n, "Applied").get("status") == "True", n
+                assert machine.path(f"/etc/{host}.conf").read_text() == version
+            return True
+
+        eventually(lambda: applied("v1"), timeout=240, interval=1)
+        eventually(lambda: all(len(_starts(machine, h)) == 1 for h in hosts), timeout=60)
+
+        for host in hosts:  # both change at once: both restarts are due together
+            put_configset(api_client, namespace, host, _spec(host, "v2"))
+        eventually(lambda: applied("v2"), timeout=240, interval=1)
+        eventually(lambda: all(len(_starts(machine, h)) == 2 for h in hosts), timeout=60)
+
+        (a_begin, a_end), (b_begin, b_end) = (_starts(machine, h)[1] for h in hosts)
+        assert a_end <= b_begin or b_end <= a_begin, (
+            _starts(machine, "lock-a"),
+            _starts(machine, "lock-b"),
+        )
+        leases = client.CoordinationV1Api(api_client)
+
+        def released():
+            lease = leases.read_namespaced_lease("web", namespace)
+            assert lease.spec.holder_identity is None, lease.spec  # given back after each run
+            return lease
+
+        lease = eventually(released, timeout=60)
+        assert (lease.spec.lease_transitions or 0) >= 2
+        assert lease.spec.renew_time < dt.datetime.now(dt.UTC)
+    finally:
+        for proc in agents:
+            proc.terminate()
+        machine.stop()
+        for proc in agents:
+            proc.wait(timeout=30)
+        for log in logs:
+            log.close()
