@@ -37,8 +37,17 @@ TASK_KEYWORDS = frozenset(
         "tags",
         "vars",
         "changed_when",
+        "become",
+        "become_user",
+        "become_method",
         "environment",
     }
+)
+# services[].user: the user's runtime directory, where `systemctl --user` finds its manager. The
+# name comes in through a task variable holding the Unsafe value, shell-quoted for `id`.
+USER_VAR = "nodemanager_user"
+USER_RUNTIME_DIR = (
+    "/run/user/{{ lookup('ansible.builtin.pipe', 'id -u -- ' ~ (nodemanager_user | quote)) }}"
 )
 
 
@@ -293,11 +302,68 @@ class _Builder:
             )
         return tasks
 
+    def as_user(self, task: dict[str, Any], user: str) -> dict[str, Any]:
+        """``task`` run as ``user`` with that user's runtime directory (services[].user)."""
+        return {
+            **task,
+            "become": True,
+            "become_user": Unsafe(user),
+            "become_method": "su",
+            "environment": {"XDG_RUNTIME_DIR": USER_RUNTIME_DIR},
+            "vars": {USER_VAR: Unsafe(user)},
+        }
+
+    def user_service(self, r: Resource, s: Service) -> list[dict[str, Any]]:
+        """A systemd user service: linger on, wait for the user's manager, then state/enable."""
+        if self.family in ("alpine", "freebsd"):
+            self.errors[r.id] = f"spec.services: user of {s.name}: user services need systemd"
+            return []
+        sk = platforms.skeletons("services")["user"]
+        vars_ = {USER_VAR: Unsafe(s.user)}
+        linger = fill(
+            sk["linger"],
+            {
+                "argv": ["loginctl", "enable-linger", s.user],
+                "linger": f"/var/lib/systemd/linger/{s.user}",
+            },
+        )
+        bus = copy.deepcopy(sk["bus"])
+        bus["ansible.builtin.wait_for"]["path"] = USER_RUNTIME_DIR + "/systemd/private"
+        tasks = [
+            # kind "service", not "command": only Ansible honours `creates`.
+            self.task(r, linger, kind="service", label=f"service {s.name} user {s.user} lingers"),
+            {
+                **self.task(
+                    r, bus, kind="service", label=f"service {s.name} user {s.user} manager"
+                ),
+                "vars": vars_,
+            },
+        ]
+        if s.ensure is None and s.enable is None:
+            return tasks
+        state = platforms.skeletons("services")["default"]["states"][s.ensure] if s.ensure else None
+        restartable = r.id in self.restartable and s.ensure == "running"
+        if not restartable:
+            call = fill(sk["task"], {"name": s.name, "state": state, "enable": s.enable})
+            return [*tasks, self.as_user(self.task(r, call, kind="service"), s.user or "")]
+        call = fill(sk["task"], {"name": s.name, "state": state})
+        started = self.task(r, call, kind="service", register=_started_var(s.name))
+        tasks.append(self.as_user(started, s.user or ""))
+        if s.enable is not None:
+            call = fill(sk["task"], {"name": s.name, "enable": s.enable})
+            label = f"service {s.name} enabled"
+            tasks.append(
+                self.as_user(self.task(r, call, kind="service", label=label), s.user or "")
+            )
+        return tasks
+
     def service(self, r: Resource, s: Service) -> list[dict[str, Any]]:
         refused = platforms.unsupported(self.family)
         if refused:
             self.errors[r.id] = f"spec.services: {refused}"
             return []
+        if s.user:
+            return self.user_service(r, s)
         sk = platforms.for_family("services", self.family)
         tasks = []
         if s.arguments is not None:
@@ -367,12 +433,13 @@ class _Builder:
         return task
 
     def restart(self, r: Resource, s: Service) -> dict[str, Any]:
-        sk = platforms.for_family("services", self.family)
+        sk = platforms.skeletons("services")["user"] if s.user else None
+        sk = sk or platforms.for_family("services", self.family)
         listen = [_topic(p) for p in s.subscribe_files]
         if s.arguments is not None:
             listen.append(_topic(f"args of {s.name}"))
         started = _started_var(s.name)
-        return self.task(
+        task = self.task(
             r,
             fill(sk["restart"], {"name": s.name}),
             kind="restart",
@@ -382,6 +449,7 @@ class _Builder:
             listen=listen,
             when=f"not ({started} is defined and {started} is changed)",
         )
+        return self.as_user(task, s.user) if s.user else task
 
     # -- the play ------------------------------------------------------------------------
 

@@ -42,7 +42,8 @@ def _openrc_for_containers(root: Path) -> None:
 # python3 brings the shared libraries the test's interpreter links against.
 RECIPES: dict[str, tuple[int, str, Callable[[Path], None] | None]] = {
     # python3-apt: ansible.builtin.apt respawns under the system Python that has the apt bindings.
-    "systemd": (2, "systemd,systemd-sysv,dbus,python3,python3-apt", None),
+    # libpam-systemd: the session a user's own manager (user@UID.service) needs for user services.
+    "systemd": (3, "systemd,systemd-sysv,dbus,libpam-systemd,python3,python3-apt", None),
     "openrc": (1, "openrc,python3,procps", _openrc_for_containers),
 }
 
