@@ -3,21 +3,17 @@ one booted systemd machine whose restarts never overlap, read from the services'
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
-import subprocess
 import threading
-from pathlib import Path
 
 import pytest
-import yaml
 from kubernetes import client
 
 from nodemanager.kube.client import ClientFactory
 from nodemanager.kube.locks import GroupLock
 from tests.cluster.helpers import eventually
+from tests.cluster.machine_agents import MachineAgent, portable_kubeconfig
 from tests.cluster.test_daemon import condition, entry, node, put_configset
-from tests.integration.helpers import NODEMANAGER
 from tests.integration.machines import Machine
 
 pytestmark = [pytest.mark.cluster]
@@ -60,25 +56,6 @@ def test_racing_nodes_never_both_hold_the_lease(kubeconfig, namespace):
     clients.close()
 
 
-def _portable_kubeconfig(source: str, dest: Path) -> Path:
-    """The admin kubeconfig with its certificate files inlined, readable inside the machine."""
-    cfg = yaml.safe_load(Path(source).read_text())
-    for item, fields in (
-        ("clusters", ("certificate-authority",)),
-        ("users", ("client-certificate", "client-key")),
-    ):
-        for entry_ in cfg[item]:
-            body = entry_[item[:-1]]
-            for field in fields:
-                if field in body:
-                    body[f"{field}-data"] = base64.b64encode(
-                        Path(body.pop(field)).read_bytes()
-                    ).decode()
-    dest.write_text(yaml.safe_dump(cfg))
-    dest.chmod(0o600)
-    return dest
-
-
 def _unit(name: str, log: str) -> str:
     # The restart takes 3 s (ExecStartPre); begin and end of each start go to the service's log.
     pre = f"echo begin $(date +%%s.%%N) >> {log}; sleep 3; echo end $(date +%%s.%%N) >> {log}"
@@ -119,44 +96,13 @@ def _starts(machine: Machine, host: str) -> list[tuple[float, float]]:
 @pytest.mark.ansible
 def test_two_agents_restart_a_lock_group_one_at_a_time(api_client, kubeconfig, namespace, tmp_path):
     machine = Machine("systemd", tmp_path).start()
-    agents: list[subprocess.Popen] = []
-    logs = []
     hosts = ("lock-a", "lock-b")
+    agents: list[MachineAgent] = []
     try:
-        kc = _portable_kubeconfig(kubeconfig, tmp_path / "kubeconfig")
+        kc = portable_kubeconfig(kubeconfig, tmp_path / "kubeconfig")
         for host in hosts:
             put_configset(api_client, namespace, host, _spec(host, "v1"))
-        for host in hosts:
-            log = open(tmp_path / f"{host}.agent.log", "wb")  # noqa: SIM115 (closed below)
-            logs.append(log)
-            argv = [
-                "nsenter",
-                "-t",
-                str(machine.leader),
-                "-m",
-                "-u",
-                "-i",
-                "-n",
-                "-p",
-                "--",
-                NODEMANAGER,
-                "run",
-                "--kubeconfig",
-                str(kc),
-                "--namespace",
-                namespace,
-                "--hostname",
-                host,
-                "--state-dir",
-                f"/var/lib/nm-{host}",
-                "--metrics-bind-address",
-                "0",
-                "--health-probe-bind-address",
-                "0",
-                "--log-format",
-                "text",
-            ]
-            agents.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT))
+        agents = [MachineAgent(machine, kc, namespace, host).start() for host in hosts]
 
         def applied(version: str) -> bool:
             for host in hosts:
@@ -190,10 +136,6 @@ def test_two_agents_restart_a_lock_group_one_at_a_time(api_client, kubeconfig, n
         assert (lease.spec.lease_transitions or 0) >= 2
         assert lease.spec.renew_time < dt.datetime.now(dt.UTC)
     finally:
-        for proc in agents:
-            proc.terminate()
-        machine.stop()
-        for proc in agents:
-            proc.wait(timeout=30)
-        for log in logs:
-            log.close()
+        machine.stop()  # its end ends the agents
+        for agent in agents:
+            agent.stop()
