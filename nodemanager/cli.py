@@ -222,6 +222,12 @@ def _run_options(f: F) -> F:
             help="File backups older than this are removed with each drift check; 0 keeps all.",
         ),
         click.option(
+            "--reboot-command",
+            default="",
+            help="Run this (split on spaces) to reboot after an upgrade that needs it "
+            "(default: systemctl reboot, or shutdown -r now).",
+        ),
+        click.option(
             "--log-format", type=click.Choice(["json", "text"]), default="json", show_default=True
         ),
         click.option(
@@ -265,6 +271,7 @@ def run(
     peer_min_interval: str,
     reconcile_timeout: str,
     backup_max_age: str,
+    reboot_command: str,
     log_format: str,
     log_level: str,
 ) -> None:
@@ -290,6 +297,7 @@ def run(
         backup_max_age=_duration(backup_max_age) if backup_max_age != "0" else None,
         peer_min_interval=_duration(peer_min_interval),
         reconcile_timeout=_duration(reconcile_timeout),
+        reboot_command=reboot_command.split() or None,
         metrics_bind_address=metrics_bind_address,
         health_probe_bind_address=health_probe_bind_address,
         token_renewer=renewer,

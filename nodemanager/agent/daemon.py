@@ -36,6 +36,7 @@ from nodemanager.agent.signals import Signals
 from nodemanager.agent.state import Snapshot, StateStore
 from nodemanager.agent.status import differs
 from nodemanager.agent.writer import Writer
+from nodemanager.agent.upgrade import Upgrader
 from nodemanager.api import ConfigSet, parse_duration
 from nodemanager.executor.run import apply
 from nodemanager.host.observe import observe
@@ -49,6 +50,7 @@ from nodemanager.kube.notify import NOTIFIED_AT, NOTIFIED_BY, Notifier
 
 log = logging.getLogger(__name__)
 LEASE_PERIOD = 10.0
+UPGRADE_CHECK = 20.0  # seconds; a cron minute is never missed
 
 
 @dataclass
@@ -62,6 +64,7 @@ class Options:
     peer_min_interval: float = 10.0  # at most one reconcile per this for other nodes' changes
     reconcile_timeout: float = 1800.0  # a reconcile running longer fails /healthz; 0: never
     backup_max_age: float | None = 30 * 86400.0  # None: keep file backups forever
+    reboot_command: list[str] | None = None  # after an upgrade that needs one; None: the host's
     metrics_bind_address: str = ":8080"
     health_probe_bind_address: str = ":8081"
     token_renewer: Any = (
@@ -114,6 +117,15 @@ class Daemon:
         self.liveness = Liveness(opts.reconcile_timeout)
         self.writer = Writer(self._patch_status)
         self.stopped = threading.Event()
+        self.upgrader = Upgrader(
+            name=self.name,
+            family=identity.family,
+            state_dir=opts.state_dir,
+            metrics=self.metrics,
+            locker=GroupLock(self.clients, opts.namespace, self.name),
+            reboot=opts.reboot_command,
+        )
+        self.work = threading.Lock()  # one of reconcile or upgrade changes the host at a time
         self.reconciler = Reconciler(
             name=self.name,
             managed_labels=self.managed_labels,
@@ -128,6 +140,7 @@ class Daemon:
                 locks=GroupLocks(
                     GroupLock(self.clients, opts.namespace, self.name), wait=self.stop.wait
                 ),
+                upgrader=self.upgrader,
             ),
             run=functools.partial(apply, work_dir=str(self.runs)),
         )
@@ -235,6 +248,37 @@ class Daemon:
                     log.warning("lease renewal failed: %s", e)
             self.stop.wait(LEASE_PERIOD)
 
+    def _upgrades(self) -> None:
+        """spec.upgrade: look every 20 s whether an upgrade is due (agent/upgrade.py)."""
+        while not self.stop.wait(UPGRADE_CHECK):
+            if not self._online():
+                continue
+            me = self.informers["self"].get(self.name)
+            if not me:
+                continue
+            try:
+                with self.work:
+                    changed = self.upgrader.tick(
+                        me, on_start=functools.partial(self._upgrading, me)
+                    )
+            except Exception:
+                log.exception("upgrade check failed")
+                continue
+            if changed:
+                self.dirty.mark("upgrade", full=True)
+
+    def _upgrading(self, me: dict[str, Any]) -> None:
+        """Show Upgrading=True before the upgrade starts (the worker waits meanwhile)."""
+        status = me.get("status") or {}
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        prior = next((c for c in status.get("conditions") or [] if c["type"] == "Upgrading"), {})
+        others = [c for c in status.get("conditions") or [] if c["type"] != "Upgrading"]
+        condition = self.upgrader.condition(prior, status.get("observedGeneration", 0), now)
+        try:
+            self.node_client.patch_status({"conditions": [*others, condition]})
+        except Exception as e:
+            log.warning("status write failed: %s", e)
+
     # -- the worker ------------------------------------------------------------------------
 
     def _online(self) -> bool:
@@ -301,7 +345,8 @@ class Daemon:
         if snap is None:
             return False, None
         started = time.monotonic()
-        result = self.reconciler.reconcile(snap, full=full)
+        with self.work:
+            result = self.reconciler.reconcile(snap, full=full)
         if self._online():
             self._write_status(result.status, snap.node)
             uid = snap.node.get("metadata", {}).get("uid")
@@ -386,6 +431,7 @@ class Daemon:
         self._thread("register", self._register)
         self._thread("lease", self._heartbeat)
         self._thread("writer", self.writer.run, self.stop)
+        self._thread("upgrade", self._upgrades)
         for name, informer in self.informers.items():
             self._thread(f"informer-{name}", informer.run, self.stop)
         if self.opts.token_renewer:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from nodemanager.agent.grouplocks import GroupLocks, groups_to_lock
+from nodemanager.agent.upgrade import Upgrader
 from nodemanager.api import File
 from nodemanager.desired.templates import Rendered
 from nodemanager.host.backups import BackupStore
@@ -60,7 +61,9 @@ class HostFeatures:
         *,
         backup_max_age: float | None = None,
         locks: GroupLocks | None = None,
+        upgrader: Upgrader | None = None,
     ):
+        self.upgrader = upgrader  # spec.upgrade: status.lastUpgrade, the Upgrading condition
         self.locks = locks  # services[].lock_group; None without a cluster
         self.backups = BackupStore(state_dir)
         self.keys = KeyStore(state_dir)
@@ -110,6 +113,8 @@ class HostFeatures:
             except OSError as e:
                 log.warning("file backup garbage collection failed: %s", e)
         out = dict(observed)
+        if self.upgrader:
+            out.update(self.upgrader.status())
         try:
             out["fileBackups"] = self._backups_status()
         except (OSError, ValueError) as e:
@@ -131,6 +136,19 @@ class HostFeatures:
                     event = ("WireGuardKeyFailed", message, True)
                 self.problem = message
         return out, event
+
+    def finish(
+        self, status: dict[str, Any], previous: Mapping[str, Any], now: str
+    ) -> dict[str, Any]:
+        """``status`` with the conditions these features own (Upgrading)."""
+        if not self.upgrader:
+            return status
+        prior = {c.get("type"): c for c in previous.get("conditions") or []}
+        conditions = [c for c in status.get("conditions", []) if c.get("type") != "Upgrading"]
+        upgrading = self.upgrader.condition(
+            prior.get("Upgrading") or {}, int(status.get("observedGeneration") or 0), now
+        )
+        return {**status, "conditions": [*conditions, upgrading]}
 
     def _backups_status(self) -> list[dict[str, str]]:
         newest = []

@@ -132,6 +132,19 @@ class Metrics:
             ["method"],
             registry=r,
         )
+        self.upgrade_duration = Histogram(
+            "nodemanager_upgrade_duration_seconds",
+            "Duration of OS upgrades.",
+            ["node"],
+            buckets=(10, 30, 60, 120, 300, 600, 1200, 1800, 3600),
+            registry=r,
+        )
+        self.last_upgrade = Gauge(
+            "nodemanager_last_upgrade_timestamp_seconds",
+            "When the OS was last upgraded successfully.",
+            ["node"],
+            registry=r,
+        )
         self.status_writes = Counter(
             "nodemanager_status_writes", "ManagedNode status patches.", registry=r
         )

@@ -245,6 +245,8 @@ class Reconciler:
             generation=(snap.node.get("metadata") or {}).get("generation", 0),
             now=now,
         )
+        if self.host:
+            status = self.host.finish(status, (snap.node or {}).get("status") or {}, now)
         return status, host_event
 
     def _requeue(self, planned: NodePlan, failed: bool) -> float | None:

@@ -1,0 +1,236 @@
+"""Scheduled OS upgrades (ManagedNode ``spec.upgrade``), with upstream's semantics:
+
+- ``schedule`` (cron) names the minutes an upgrade may start; ``delay`` is the least time
+  between two upgrades; the annotation ``upgrade.nodemanager/hold`` pauses them.
+- ``group`` is a Lease in the namespace: a node upgrades only while it holds it, so one node
+  of the group upgrades at a time; one that finds it held skips that slot. The Lease is kept
+  through a reboot and given back when the agent comes back up.
+- The upgrade is one task through the family's Ansible module (``playbook/upgrade.py``). When it
+  requires a reboot (``host/reboot.py``), the agent records that, then reboots.
+
+The outcome is kept in ``<state_dir>/upgrade.json`` (it must survive the reboot) and reported as
+``status.lastUpgrade`` and the ``Upgrading`` condition.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nodemanager.agent.cron import Cron
+from nodemanager.agent.grouplocks import Locker
+from nodemanager.agent.metrics import Metrics
+from nodemanager.api import parse_duration
+from nodemanager.executor.errors import ExecutorError
+from nodemanager.executor.run import RunResult, execute
+from nodemanager.fsutil import write_atomic
+from nodemanager.host.reboot import installed_kernels, reboot_command, reboot_required
+from nodemanager.playbook.build import Plan
+from nodemanager.playbook.upgrade import upgrade_plan
+
+log = logging.getLogger(__name__)
+HOLD = "upgrade.nodemanager/hold"
+
+
+def rfc3339(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+@dataclass(frozen=True)
+class UpgradeSpec:
+    schedule: Cron
+    delay: float
+    group: str | None
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any] | None) -> UpgradeSpec | None:
+        """None when the node has no schedule; ValueError naming the field when invalid."""
+        if not raw or not raw.get("schedule"):
+            return None
+        try:
+            schedule = Cron.parse(str(raw["schedule"]))
+        except ValueError as e:
+            raise ValueError(f"spec.upgrade.schedule: {e}") from None
+        try:
+            delay = parse_duration(str(raw["delay"])) if raw.get("delay") else 0.0
+        except ValueError as e:
+            raise ValueError(f"spec.upgrade.delay: {e}") from None
+        return cls(schedule, delay, str(raw["group"]) if raw.get("group") else None)
+
+
+def not_due(spec: UpgradeSpec, *, held: bool, last: float | None, now: float) -> str | None:
+    """Why no upgrade starts at ``now``, or None when one is due."""
+    if held:
+        return f"held by the {HOLD} annotation"
+    if not spec.schedule.matches(dt.datetime.fromtimestamp(now, dt.UTC)):
+        return "not a minute of spec.upgrade.schedule"
+    if last is not None and (now - last < spec.delay or int(now // 60) == int(last // 60)):
+        return "within spec.upgrade.delay of the last upgrade"
+    return None
+
+
+@dataclass
+class UpgradeState:
+    last_upgrade: float | None = None
+    last_attempt: float | None = None  # failed ones too: the delay applies, no retry storm
+    result: str = ""  # Succeeded | Failed | RebootPending
+    message: str = ""
+    reboot_pending: bool = False
+    group: str | None = None  # the Lease held through the reboot
+    kernels: list[str] = field(default_factory=list)
+
+
+class Upgrader:
+    def __init__(
+        self,
+        *,
+        name: str,
+        family: str,
+        state_dir: str,
+        metrics: Metrics,
+        locker: Locker | None = None,
+        run: Callable[[Plan], RunResult] = execute,
+        reboot: list[str] | None = None,
+        clock: Callable[[], float] = time.time,
+    ):
+        self.name, self.family, self.metrics, self.locker = name, family, metrics, locker
+        self.path = Path(state_dir) / "upgrade.json"
+        self.run, self.clock = run, clock
+        self.reboot = reboot or reboot_command()
+        self.state = self._load()
+        self.upgrading = False
+
+    def _load(self) -> UpgradeState:
+        try:
+            return UpgradeState(**json.loads(self.path.read_text()))
+        except FileNotFoundError:
+            return UpgradeState()
+        except (OSError, ValueError, TypeError) as e:
+            log.warning("ignoring unreadable %s: %s", self.path, e)
+            return UpgradeState()
+
+    def _save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.path, json.dumps(asdict(self.state)).encode(), mode=0o600)
+
+    def returned(self) -> bool:
+        """After the reboot an upgrade asked for: give the group Lease back. Whether it did."""
+        if not self.state.reboot_pending:
+            return False
+        log.info("back from the reboot after the upgrade")
+        self._release()
+        self.state.reboot_pending, self.state.result = False, "Succeeded"
+        self.state.message = "upgraded and rebooted"
+        self._save()
+        return True
+
+    def tick(self, node: Mapping[str, Any], on_start: Callable[[], None] = lambda: None) -> bool:
+        """Upgrade now if due; whether the state changed (status to rewrite)."""
+        if self.returned():
+            return True
+        meta = node.get("metadata") or {}
+        try:
+            spec = UpgradeSpec.parse((node.get("spec") or {}).get("upgrade"))
+        except ValueError as e:
+            changed = self.state.message != str(e)
+            self.state.result, self.state.message = "Failed", str(e)
+            return changed
+        if spec is None:
+            return False
+        now = self.clock()
+        held = HOLD in (meta.get("annotations") or {})
+        tries = [t for t in (self.state.last_upgrade, self.state.last_attempt) if t is not None]
+        reason = not_due(spec, held=held, last=max(tries) if tries else None, now=now)
+        if reason:
+            log.debug("no upgrade: %s", reason)
+            return False
+        if spec.group and self.locker:
+            holder = self.locker.try_acquire(spec.group, 3600)
+            if holder is not None:
+                log.info("upgrade group %s is held by %s; skipping this slot", spec.group, holder)
+                return False
+            self.state.group = spec.group
+        self.upgrading = True
+        try:
+            on_start()
+            self._upgrade(now)
+        finally:
+            self.upgrading = False
+        return True
+
+    def _upgrade(self, now: float) -> None:
+        kernels = installed_kernels()
+        started = time.monotonic()
+        log.info("upgrading the OS (%s)", self.family)
+        try:
+            result = self.run(upgrade_plan(self.family, self.name))
+            message = "; ".join(r.message for r in result.results if r.message) or (
+                result.breakdown() if result.failed else ""
+            )
+            failed = result.failed
+        except ExecutorError as e:
+            failed, message = True, str(e)
+        node = self.metrics.node or self.name
+        self.metrics.upgrade_duration.labels(node).observe(time.monotonic() - started)
+        self.metrics.upgrades.labels(node, "error" if failed else "success").inc()
+        if failed:
+            log.warning("upgrade failed: %s", message)
+            self.state.result, self.state.message = "Failed", message[:1000]
+            self.state.last_attempt = now
+            self._release()
+            self._save()
+            return
+        self.state.last_upgrade = self.clock()
+        self.metrics.last_upgrade.labels(node).set(self.state.last_upgrade)
+        why = reboot_required(kernels)
+        if why is None:
+            self.state.result, self.state.message = "Succeeded", "upgraded; no reboot needed"
+            self._release()
+            self._save()
+            return
+        self.state.result, self.state.message = "RebootPending", f"rebooting: {why}"
+        self.state.reboot_pending, self.state.kernels = True, sorted(kernels)
+        self._save()  # before the reboot: the agent must know on its way back up
+        log.info("upgrade needs a reboot (%s): %s", why, " ".join(self.reboot))
+        proc = subprocess.run(self.reboot, capture_output=True, text=True)
+        if proc.returncode != 0:
+            self.state.reboot_pending, self.state.result = False, "Failed"
+            self.state.message = f"{' '.join(self.reboot)} exited {proc.returncode}"
+            self._release()
+            self._save()
+
+    def _release(self) -> None:
+        if self.state.group and self.locker:
+            try:
+                self.locker.release(self.state.group)
+            except Exception as e:  # it expires on its own
+                log.warning("could not release upgrade group %s: %s", self.state.group, e)
+        self.state.group = None
+
+    # -- status ------------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        last = self.state.last_upgrade
+        return {"lastUpgrade": rfc3339(last)} if last else {}
+
+    def condition(self, previous: Mapping[str, Any], generation: int, now: str) -> dict[str, Any]:
+        """The Upgrading condition: True while an upgrade or its reboot is under way."""
+        active = self.upgrading or self.state.reboot_pending
+        reason = "Upgrading" if self.upgrading else (self.state.result or "NoUpgrade")
+        status = "True" if active else "False"
+        since = previous.get("lastTransitionTime") if previous.get("status") == status else now
+        return {
+            "type": "Upgrading",
+            "status": status,
+            "reason": reason,
+            "message": self.state.message[:2048],
+            "observedGeneration": generation,
+            "lastTransitionTime": since or now,
+        }

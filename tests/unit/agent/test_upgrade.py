@@ -1,0 +1,163 @@
+"""Upgrade scheduling: cron, delay, hold; and the outcome kept across a reboot (with a real
+upgrade run replaced by a recorded RunResult: the real one is in tests/integration)."""
+
+import datetime as dt
+
+import pytest
+
+from nodemanager.agent.cron import Cron
+from nodemanager.agent.metrics import Metrics
+from nodemanager.agent.upgrade import HOLD, Upgrader, UpgradeSpec, not_due
+from nodemanager.executor.events import TaskResult
+from nodemanager.executor.run import RunResult
+from nodemanager.host.reboot import reboot_required
+
+
+def at(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text).replace(tzinfo=dt.UTC)
+
+
+@pytest.mark.parametrize(
+    "expr, yes, no",
+    [
+        ("* * * * *", "2026-01-05T03:04", None),
+        ("*/15 2-4 * * *", "2026-01-05T03:30", "2026-01-05T03:31"),
+        ("0 3 * * sun", "2026-01-04T03:00", "2026-01-05T03:00"),  # 4 Jan 2026 is a Sunday
+        ("0 3 * * 7", "2026-01-04T03:00", "2026-01-06T03:00"),
+        ("0 0 1 jan *", "2026-01-01T00:00", "2026-02-01T00:00"),
+        ("0 0 13 * fri", "2026-02-13T00:00", "2026-02-14T00:00"),  # day OR weekday
+        ("@daily", "2026-03-01T00:00", "2026-03-01T00:01"),
+        ("5,10 * * * *", "2026-03-01T07:10", "2026-03-01T07:11"),
+    ],
+)
+def test_cron_matches(expr, yes, no):
+    cron = Cron.parse(expr)
+    assert cron.matches(at(yes))
+    if no:
+        assert not cron.matches(at(no))
+
+
+@pytest.mark.parametrize(
+    "expr", ["* * * *", "60 * * * *", "* * * 13 *", "a * * * *", "*/0 * * * *"]
+)
+def test_bad_cron_is_an_error_naming_the_field(expr):
+    with pytest.raises(ValueError, match="spec.upgrade.schedule"):
+        UpgradeSpec.parse({"schedule": expr})
+
+
+def test_due_respects_schedule_delay_and_hold():
+    spec = UpgradeSpec.parse({"schedule": "0 * * * *", "delay": "2h", "group": "g"})
+    assert spec and spec.group == "g" and spec.delay == 7200
+    now = at("2026-01-05T10:00").timestamp()
+    assert not_due(spec, held=False, last=None, now=now) is None
+    assert "schedule" in (not_due(spec, held=False, last=None, now=now + 60) or "")
+    assert "delay" in (not_due(spec, held=False, last=now - 3600, now=now) or "")
+    assert not_due(spec, held=False, last=now - 7200, now=now) is None
+    assert HOLD in (not_due(spec, held=True, last=None, now=now) or "")
+    assert UpgradeSpec.parse({}) is None and UpgradeSpec.parse({"delay": "1h"}) is None
+    with pytest.raises(ValueError, match="spec.upgrade.delay"):
+        UpgradeSpec.parse({"schedule": "* * * * *", "delay": "soon"})
+
+
+class Locker:
+    def __init__(self, holder=None):
+        self.holder, self.calls = holder, []
+
+    def try_acquire(self, name, duration_seconds=300):
+        self.calls.append(("acquire", name))
+        return self.holder
+
+    def release(self, name):
+        self.calls.append(("release", name))
+
+
+def node(**annotations):
+    return {
+        "metadata": {"name": "n", "annotations": annotations},
+        "spec": {"upgrade": {"schedule": "* * * * *", "delay": "1h", "group": "g"}},
+    }
+
+
+def ok_run(plan):
+    (name,) = plan.origins
+    return RunResult("successful", 0, (TaskResult(name, "upgrade:os", (), "changed"),))
+
+
+def upgrader(tmp_path, run=ok_run, locker=None, clock=lambda: 1_800_000_000.0, reboot=("true",)):
+    return Upgrader(
+        name="n",
+        family="debian",
+        state_dir=str(tmp_path),
+        metrics=Metrics(node="n"),
+        locker=locker,
+        run=run,
+        reboot=list(reboot),
+        clock=clock,
+    )
+
+
+def test_upgrade_runs_the_family_task_records_it_and_releases_the_group(tmp_path):
+    plans = []
+    locker = Locker()
+    u = upgrader(tmp_path, run=lambda p: (plans.append(p), ok_run(p))[1], locker=locker)
+    assert u.tick(node())
+    (task,) = plans[0].playbook[0]["tasks"]
+    assert task["ansible.builtin.apt"] == {"update_cache": True, "upgrade": "full"}
+    assert u.status() == {"lastUpgrade": "2027-01-15T08:00:00Z"}
+    assert locker.calls == [("acquire", "g"), ("release", "g")]
+    assert not u.tick(node())  # within the delay
+    assert upgrader(tmp_path).state.last_upgrade == 1_800_000_000.0  # kept on disk
+    metrics = u.metrics.registry.get_sample_value
+    assert metrics("nodemanager_upgrade_total", {"node": "n", "result": "success"}) == 1
+    assert metrics("nodemanager_last_upgrade_timestamp_seconds", {"node": "n"}) == 1_800_000_000.0
+
+
+def test_hold_and_a_busy_group_prevent_the_upgrade(tmp_path):
+    plans = []
+    u = upgrader(tmp_path, run=lambda p: plans.append(p), locker=Locker())
+    assert not u.tick(node(**{HOLD: ""}))
+    u = upgrader(tmp_path, run=lambda p: plans.append(p), locker=Locker(holder="other"))
+    assert not u.tick(node())
+    assert plans == []
+
+
+def test_failed_upgrade_is_reported_and_waits_for_the_delay(tmp_path):
+    def failing(plan):
+        (name,) = plan.origins
+        return RunResult(
+            "successful", 0, (TaskResult(name, "upgrade:os", (), "failed", message="E: broken"),)
+        )
+
+    u = upgrader(tmp_path, run=failing, locker=Locker())
+    assert u.tick(node())
+    cond = u.condition({}, 1, "t")
+    assert (cond["status"], cond["reason"], cond["message"]) == ("False", "Failed", "E: broken")
+    assert u.status() == {}
+    assert not u.tick(node())  # a failure is not retried before the delay
+
+
+def test_reboot_when_required_then_the_group_is_released_on_return(tmp_path, monkeypatch):
+    marker = tmp_path / "rebooted"
+    monkeypatch.setattr("nodemanager.agent.upgrade.reboot_required", lambda kernels: "flag")
+    locker = Locker()
+    u = upgrader(tmp_path, locker=locker, reboot=("touch", str(marker)))
+    assert u.tick(node())
+    assert marker.exists()
+    assert locker.calls == [("acquire", "g")]  # held through the reboot
+    cond = u.condition({}, 1, "t")
+    assert (cond["status"], cond["reason"]) == ("True", "RebootPending")
+    back = upgrader(tmp_path, locker=locker)  # the agent after the reboot
+    assert back.tick(node())
+    assert locker.calls[-1] == ("release", "g")
+    assert back.condition({}, 1, "t")["reason"] == "Succeeded"
+
+
+def test_reboot_required_signs(tmp_path):
+    (tmp_path / "lib" / "modules" / "6.1.0-1").mkdir(parents=True)
+    before = frozenset({"6.1.0-1"})
+    assert reboot_required(before, root=str(tmp_path)) is None
+    (tmp_path / "lib" / "modules" / "6.1.0-2").mkdir()
+    assert "6.1.0-2" in (reboot_required(before, root=str(tmp_path)) or "")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "reboot-required").write_text("")
+    assert "reboot-required" in (reboot_required(before, root=str(tmp_path)) or "")
