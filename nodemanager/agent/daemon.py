@@ -269,10 +269,11 @@ class Daemon:
 
     def _upgrading(self, me: dict[str, Any]) -> None:
         """Show Upgrading=True before the upgrade starts (the worker waits meanwhile)."""
-        status = me.get("status") or {}
+        status: dict[str, Any] = me.get("status") or {}
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        prior = next((c for c in status.get("conditions") or [] if c["type"] == "Upgrading"), {})
-        others = [c for c in status.get("conditions") or [] if c["type"] != "Upgrading"]
+        conditions: list[dict[str, Any]] = status.get("conditions") or []
+        prior = next((c for c in conditions if c["type"] == "Upgrading"), {})
+        others = [c for c in conditions if c["type"] != "Upgrading"]
         condition = self.upgrader.condition(prior, status.get("observedGeneration", 0), now)
         try:
             self.node_client.patch_status({"conditions": [*others, condition]})
