@@ -29,8 +29,9 @@ class Locker(Protocol):
     def release(self, name: str) -> None: ...
 
 
-class LockWaitTimeout(ExecutorError):
-    """A group Lease stayed with another node too long; nothing was changed."""
+class GroupLockError(ExecutorError):
+    """A group Lease could not be taken (held too long by another node, or the API refused);
+    nothing was changed."""
 
 
 def groups_to_lock(plan: Plan, resources: list[str]) -> list[str]:
@@ -69,7 +70,13 @@ class GroupLocks:
             deadline = time.monotonic() + self.timeout
             announced = False
             while True:
-                holder = self.locker.try_acquire(group, self.lease_seconds)
+                try:
+                    holder = self.locker.try_acquire(group, self.lease_seconds)
+                except Exception as e:  # Forbidden (rbac --lease-groups), API down
+                    self.release()
+                    raise GroupLockError(
+                        f"spec.services[].lock_group {group}: cannot take the Lease: {e}"
+                    ) from e
                 if holder is None:
                     self.held.append(group)
                     log.info("holding lock group %s", group)
@@ -79,13 +86,13 @@ class GroupLocks:
                     announced = True
                 if time.monotonic() >= deadline:
                     self.release()
-                    raise LockWaitTimeout(
+                    raise GroupLockError(
                         f"spec.services[].lock_group {group}: held by {holder} for more than "
                         f"{self.timeout:.0f} s; nothing was changed, retrying"
                     )
                 if self.wait(self.poll):
                     self.release()  # the agent is stopping
-                    raise LockWaitTimeout(f"lock_group {group}: stopped while waiting")
+                    raise GroupLockError(f"lock_group {group}: stopped while waiting")
 
     def release(self) -> None:
         for group in self.held:
