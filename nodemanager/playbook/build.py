@@ -46,6 +46,7 @@ TASK_KEYWORDS = frozenset(
 # services[].user: the user's runtime directory, where `systemctl --user` finds its manager. The
 # name comes in through a task variable holding the Unsafe value, shell-quoted for `id`.
 USER_VAR = "nodemanager_user"
+USER_PYTHON = "/usr/bin/python3"
 USER_RUNTIME_DIR = (
     "/run/user/{{ lookup('ansible.builtin.pipe', 'id -u -- ' ~ (nodemanager_user | quote)) }}"
 )
@@ -310,7 +311,10 @@ class _Builder:
             "become_user": Unsafe(user),
             "become_method": "su",
             "environment": {"XDG_RUNTIME_DIR": USER_RUNTIME_DIR},
-            "vars": {USER_VAR: Unsafe(user)},
+            # The agent's own interpreter may sit where the user cannot read (a root-only
+            # venv, found first on the agent's PATH); the module needs only the standard
+            # library, so the host's python runs it.
+            "vars": {USER_VAR: Unsafe(user), "ansible_python_interpreter": USER_PYTHON},
         }
 
     def user_service(self, r: Resource, s: Service) -> list[dict[str, Any]]:

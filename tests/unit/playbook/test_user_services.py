@@ -4,7 +4,7 @@ tests/integration/test_user_services.py)."""
 
 from nodemanager.api import ConfigSet
 from nodemanager.desired.merge import merge
-from nodemanager.playbook.build import USER_VAR, build, module_of
+from nodemanager.playbook.build import USER_PYTHON, USER_VAR, build, module_of
 from nodemanager.playbook.dump import to_yaml
 from tests.unit.playbook.argspec import validate
 
@@ -44,7 +44,7 @@ def test_argspec_user_service_tasks_are_valid_and_run_as_the_user():
     for task in tasks[2:]:
         assert module_of(task)[1]["scope"] == "user"
         assert (task["become"], task["become_user"], task["become_method"]) == (True, "al", "su")
-        assert task["vars"] == {USER_VAR: "al"}
+        assert task["vars"] == {USER_VAR: "al", "ansible_python_interpreter": USER_PYTHON}
         assert task["environment"]["XDG_RUNTIME_DIR"].startswith("/run/user/{{")
     linger = module_of(tasks[0])[1]
     assert linger["argv"] == ["loginctl", "enable-linger", "al"]
