@@ -32,6 +32,7 @@ from nodemanager.executor.errors import ExecutorError
 from nodemanager.executor.run import RunResult, execute
 from nodemanager.fsutil import write_atomic
 from nodemanager.host.reboot import installed_kernels, reboot_command, reboot_required
+from nodemanager.playbook import platforms
 from nodemanager.playbook.build import Plan
 from nodemanager.playbook.upgrade import upgrade_plan
 
@@ -144,6 +145,11 @@ class Upgrader:
             return changed
         if spec is None:
             return False
+        refused = platforms.unsupported(self.family)
+        if refused:
+            changed = self.state.message != f"spec.upgrade: {refused}"
+            self.state.result, self.state.message = "Failed", f"spec.upgrade: {refused}"
+            return changed
         now = self.clock()
         held = HOLD in (meta.get("annotations") or {})
         tries = [t for t in (self.state.last_upgrade, self.state.last_attempt) if t is not None]
