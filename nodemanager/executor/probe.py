@@ -184,6 +184,11 @@ DECLINED: dict[tuple[StepKind, str], str] = {
     ("package", "ansible.builtin.dnf"): "no rpm database reader",
     ("arguments", "community.general.sysrc"): "rc.conf is FreeBSD's",
     ("restart", "ansible.builtin.service"): "a handler: runs only when notified",
+    # services[].user: the user's own manager, reached only as that user.
+    ("service", "ansible.builtin.systemd_service"): "a user's systemd, reached as that user",
+    ("service", "ansible.builtin.command"): "lingering: loginctl, with creates",
+    ("service", "ansible.builtin.wait_for"): "waits for the user's manager",
+    ("restart", "ansible.builtin.systemd_service"): "a handler: runs only when notified",
 }
 
 

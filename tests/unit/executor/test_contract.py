@@ -26,6 +26,7 @@ EVERYTHING = {
     "services": [
         {"name": "s", "ensure": "running", "enable": True, "subscribe_files": ["/a"]},
         {"name": "t", "ensure": "running", "arguments": "-x"},
+        {"name": "u", "user": "al", "ensure": "running", "subscribe_files": ["/a"]},
     ],
     "executions": [{"command": "/bin/true"}, {"command": "/bin/h", "subscribe_files": ["/a"]}],
 }
