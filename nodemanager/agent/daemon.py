@@ -35,8 +35,8 @@ from nodemanager.agent.reconcile import Reconciler
 from nodemanager.agent.signals import Signals
 from nodemanager.agent.state import Snapshot, StateStore
 from nodemanager.agent.status import differs
-from nodemanager.agent.writer import Writer
 from nodemanager.agent.upgrade import Upgrader
+from nodemanager.agent.writer import Writer
 from nodemanager.api import ConfigSet, parse_duration
 from nodemanager.executor.run import apply
 from nodemanager.host.observe import observe
