@@ -6,7 +6,7 @@ NM     := $(VENV)/bin/nodemanager
 STAMP  := $(VENV)/.installed
 
 .PHONY: all deps venv collections demo test test-unit test-integration test-cluster lint \
-        controlplane dev-cluster dev-cluster-stop install run build bench clean
+        controlplane dev-cluster dev-cluster-stop install run build bench clean e2e
 
 all: venv collections
 
@@ -48,6 +48,11 @@ test-integration: venv collections
 
 test-cluster: venv collections controlplane
 	$(PY) -m pytest tests/cluster
+
+# The fleet in a box (tests/e2e/README.md): three booted machines run the zipapp against a real
+# control plane. `make test` runs it too.
+e2e: deps venv collections controlplane
+	$(PY) -m pytest tests/e2e
 
 # ruff (lint + format, lines <= 100), mypy --strict on nodemanager/, import-linter layers.
 lint: venv

@@ -7,6 +7,9 @@ bind-mounted read-only at their own paths, so nodemanager runs inside the machin
 a host: `nsenter` into its namespaces, then `nodemanager apply` with the local connection.
 
 - systemd: `systemd-nspawn --register=no --keep-unit -b --volatile=overlay`.
+- ``persistent=True`` (tests/e2e): the overlay's upper layer is a directory on disk instead of
+  tmpfs, so what the machine wrote survives a reboot, and a reboot is the launcher started again
+  on the same layer (nspawn with --keep-unit exits 133 on reboot, like under systemd-nspawn@).
 - OpenRC (Debian's openrc, the init of Alpine): `unshare` pid/mount/uts/ipc namespaces, an
   overlay root, `pivot_root`, then `openrc-init` as PID 1. The cgroup hierarchy is never
   mounted inside (no sysfs, rc_controller_cgroups=NO): the host's cgroups stay untouched.
@@ -93,9 +96,10 @@ def cached_root(init: str) -> Path:
 # Run by `sh` in fresh namespaces: overlay root, bind mounts, pivot_root, then OpenRC as PID 1.
 _OPENRC_BOOT = r"""
 set -e
-base=$1 work=$2; shift 2
-mount -t tmpfs tmpfs "$work"
-mkdir "$work/upper" "$work/work" "$work/root"
+base=$1 work=$2 name=$3 persistent=$4; shift 4
+[ "$persistent" = yes ] || mount -t tmpfs tmpfs "$work"
+mkdir -p "$work/upper" "$work/work" "$work/root"
+hostname "$name"
 mount -t overlay overlay -o "lowerdir=$base,upperdir=$work/upper,workdir=$work/work" "$work/root"
 r="$work/root"
 for spec in "$@"; do
@@ -112,33 +116,78 @@ exec /sbin/openrc-init
 """
 
 
-class Machine:
-    """One booted machine. ``shared`` is bind-mounted read-write at the same path inside."""
+# systemd with a persistent layer: the overlay is mounted in a private mount namespace, so it
+# goes away with the machine and never shows on the host.
+_SYSTEMD_OVERLAY = r"""
+set -e
+base=$1 work=$2; shift 2
+mkdir -p "$work/upper" "$work/work" "$work/root"
+mount -t overlay overlay -o "lowerdir=$base,upperdir=$work/upper,workdir=$work/work" "$work/root"
+exec "$@"
+"""
 
-    def __init__(self, init: str, shared: Path):
-        self.init, self.shared = init, shared
-        self.name = f"nmtest-{uuid.uuid4().hex[:8]}"
+
+class Machine:
+    """One booted machine. ``shared`` is bind-mounted read-write at the same path inside.
+
+    ``hostname`` names the machine (its UTS hostname); ``binds`` replaces the default read-only
+    binds of this checkout and the test's Python (tests/e2e runs the built agent, not this tree).
+    """
+
+    def __init__(
+        self,
+        init: str,
+        shared: Path,
+        *,
+        hostname: str | None = None,
+        persistent: bool = False,
+        binds: list[tuple[str, Path]] | None = None,
+    ):
+        self.init, self.shared, self.persistent = init, shared, persistent
+        self.name = hostname or f"nmtest-{uuid.uuid4().hex[:8]}"
+        self.binds = (
+            [("ro", REPO), ("ro", Path(sys.base_prefix).resolve())] if binds is None else binds
+        ) + [("rw", shared)]
         self.proc: subprocess.Popen | None = None
         self.leader: int | None = None
         self.console = shared / f"{self.name}.console"
+        self.overlay = shared / f"{self.name}.overlay"  # upper/ is what the machine changed
+        if persistent:  # the name survives the machine's own /etc/hostname (copied by debootstrap)
+            etc = self.overlay / "upper" / "etc"
+            etc.mkdir(parents=True, exist_ok=True)
+            (etc / "hostname").write_text(self.name + "\n")
 
     def _argv(self) -> list[str]:
-        binds = [("ro", REPO), ("ro", Path(sys.base_prefix).resolve()), ("rw", self.shared)]
+        binds = self.binds
         if self.init == "systemd":
-            return [
+            nspawn = [
                 "systemd-nspawn",
                 "--register=no",
                 "--keep-unit",
                 "--quiet",
                 "-b",
-                "-D",
-                str(cached_root("systemd")),
-                "--volatile=overlay",
                 f"--machine={self.name}",
                 *(f"--bind-ro={p}" if mode == "ro" else f"--bind={p}" for mode, p in binds),
             ]
-        work = self.shared / f"{self.name}.overlay"
-        work.mkdir()
+            if not self.persistent:
+                return [*nspawn, "-D", str(cached_root("systemd")), "--volatile=overlay"]
+            return [
+                "unshare",
+                "--mount",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                _SYSTEMD_OVERLAY,
+                "boot",
+                str(cached_root("systemd")),
+                str(self.overlay),
+                *nspawn,
+                "-D",
+                str(self.overlay / "root"),
+            ]
+        work = self.overlay
+        work.mkdir(exist_ok=True)
         return [
             "unshare",
             "--pid",
@@ -154,6 +203,8 @@ class Machine:
             "boot",
             str(cached_root("openrc")),
             str(work),
+            self.name,
+            "yes" if self.persistent else "no",
             *(f"{mode}:{p}" for mode, p in binds),
         ]
 
@@ -169,7 +220,8 @@ class Machine:
         )
 
     def start(self, timeout: float = 90) -> Machine:
-        with open(self.console, "wb") as console:
+        self.leader = None
+        with open(self.console, "ab") as console:
             self.proc = subprocess.Popen(
                 self._argv(),
                 stdin=subprocess.DEVNULL,
@@ -189,15 +241,38 @@ class Machine:
             time.sleep(0.2)
         raise TimeoutError(f"{self.init} machine did not boot in {timeout} s:\n{self._tail()}")
 
+    def reboot(self, timeout: float = 120) -> Machine:
+        """Reboot from inside; returns once the machine booted again (``persistent`` only)."""
+        assert self.persistent, "a reboot keeps nothing on a tmpfs layer"
+        old = self.leader
+        command = (
+            ["systemctl", "reboot"] if self.init == "systemd" else ["openrc-shutdown", "-r", "now"]
+        )
+        self.run(*command)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:  # the launcher ended with the reboot: power on again
+                return self.start(timeout=max(deadline - time.monotonic(), 30))
+            leader = self._child()
+            if leader and leader != old:
+                self.leader = leader
+                if self._booted():
+                    return self
+            time.sleep(0.2)
+        raise TimeoutError(f"{self.name} did not come back from reboot:\n{self._tail()}")
+
     def _tail(self) -> str:
         return self.console.read_text(errors="replace")[-3000:]
 
     def _child(self) -> int | None:
         """The machine's PID 1 as the host sees it: the launcher's child."""
-        for task in Path(f"/proc/{self.proc.pid}/task").iterdir():
-            children = (task / "children").read_text().split()
-            if children:
-                return int(children[0])
+        try:
+            for task in Path(f"/proc/{self.proc.pid}/task").iterdir():
+                children = (task / "children").read_text().split()
+                if children:
+                    return int(children[0])
+        except FileNotFoundError:  # the launcher just ended (poweroff, reboot)
+            pass
         return None
 
     def run(self, *argv: str, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -1,0 +1,110 @@
+"""The fleet for tests/e2e: one real control plane, the zipapp built as `make build` builds it,
+and three booted machines (two systemd Debian, one OpenRC) onboarded by the scenarios.
+
+A failing scenario gets every machine's agent journal or log, read inside the machine, as a
+section of its report; the run ends with the time of each scenario.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from kubernetes import client, config
+
+from tests.cluster.helpers import eventually
+from tests.controlplane.cluster import ControlPlane
+from tests.e2e.fleet import Node
+
+ROOT = Path(__file__).resolve().parents[2]
+NAMESPACE = "nodemanager"  # the default of every command, as in the README
+# name, init, the labels its agent sets on itself (--node-labels)
+MACHINES = [
+    ("e2e-deb-1", "systemd", "agent.nodemanager.io/fleet=e2e"),
+    ("e2e-deb-2", "systemd", "agent.nodemanager.io/fleet=e2e"),
+    ("e2e-rc-1", "openrc", "agent.nodemanager.io/fleet=e2e"),
+]
+_times: dict[str, float] = {}
+
+
+@pytest.fixture(scope="session")
+def plane(tmp_path_factory):
+    try:
+        cp = ControlPlane(tmp_path_factory.mktemp("e2e-controlplane")).start()
+    except Exception as e:  # the reason must reach the report, not a skip
+        pytest.fail(f"cannot start the test control plane: {e}", pytrace=False)
+    try:
+        subprocess.run(
+            ["kubectl", "--kubeconfig", str(cp.kubeconfig), "apply", "-f", str(ROOT / "crds")],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        api = client.ApiextensionsV1Api(config.new_client_from_config(str(cp.kubeconfig)))
+
+        def established():
+            for name in ("configsets.common.nodemanager", "managednodes.common.nodemanager"):
+                conds = {
+                    c.type: c.status
+                    for c in api.read_custom_resource_definition(name).status.conditions or []
+                }
+                assert conds.get("Established") == "True", name
+            return True
+
+        eventually(established, timeout=30)
+        yield cp
+    finally:
+        cp.stop()
+
+
+@pytest.fixture(scope="session")
+def zipapp(tmp_path_factory) -> Path:
+    """bin/nodemanager as `make build` writes it (deploy/build.py), built fresh for this run."""
+    out = tmp_path_factory.mktemp("build") / "nodemanager"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "deploy" / "build.py"), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def fleet(plane, zipapp, tmp_path_factory):
+    shared = tmp_path_factory.mktemp("fleet")
+    nodes = [Node(init, name, shared, labels) for name, init, labels in MACHINES]
+    try:
+        for node in nodes:
+            node.start()
+            node.pristine = node.snapshot()  # before anything of nodemanager is on it
+        yield nodes
+    finally:
+        for node in nodes:
+            node.stop()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.when != "call" or "fleet" not in item.fixturenames:
+        return
+    _times[item.name] = report.duration
+    if report.failed:
+        for node in item.funcargs.get("fleet") or []:
+            try:
+                text = node.log()
+            except Exception as e:  # the machine may be the thing that broke
+                text = f"(cannot read the log: {e})"
+            report.sections.append((f"agent log on {node.name} ({node.init})", text))
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _times:
+        terminalreporter.write_sep("-", "e2e scenario times")
+        for name, seconds in _times.items():
+            terminalreporter.write_line(f"{name:<45} {seconds:7.1f} s")

@@ -1,0 +1,417 @@
+"""A fleet in a box: three booted machines run the built agent against a real control plane.
+
+The scenarios run in order on the same fleet (each builds on the previous state); their times
+are in tests/e2e/README.md.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import urllib3
+import yaml
+from kubernetes import client, config
+
+from tests.cluster.helpers import eventually
+from tests.e2e.conftest import NAMESPACE, ROOT
+from tests.e2e.fleet import AGENT, INSTALLED, Node
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1500)]
+
+GROUP, VERSION = "common.nodemanager", "v1"
+WEB = "/etc/e2e/web.conf"
+ROTATED = "e2e-deb-2"  # bootstrapped with a 10-minute token (the API's minimum lifetime)
+SHORT_TTL = 600
+state: dict[str, Any] = {}  # what a scenario hands to a later one
+
+
+@pytest.fixture(scope="module")
+def admin(plane):
+    api = config.new_client_from_config(str(plane.kubeconfig))
+    yield api
+    api.close()
+
+
+def nodemanager(zipapp: Path, *args: str) -> str:
+    """The admin's `nodemanager` (the same zipapp, on the host)."""
+    env = {**os.environ, "NODEMANAGER_UNPACK_DIR": str(zipapp.parent / "unpacked")}
+    done = subprocess.run(
+        [sys.executable, str(zipapp), *args], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, f"nodemanager {' '.join(args)}: {done.stderr}"
+    return done.stdout
+
+
+def kubectl(plane, *args: str, stdin: str | None = None) -> str:
+    done = subprocess.run(
+        ["kubectl", "--kubeconfig", str(plane.kubeconfig), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def managed_node(admin, name: str) -> dict[str, Any]:
+    return client.CustomObjectsApi(admin).get_namespaced_custom_object(
+        GROUP, VERSION, NAMESPACE, "managednodes", name
+    )
+
+
+def condition(node: dict[str, Any], kind: str) -> str | None:
+    for c in (node.get("status") or {}).get("conditions") or []:
+        if c["type"] == kind:
+            return c["status"]
+    return None
+
+
+def entry(node: dict[str, Any], configset: str) -> dict[str, Any] | None:
+    for e in (node.get("status") or {}).get("configsets") or []:
+        if e["name"] == configset:
+            return e
+    return None
+
+
+def put_configset(admin, name: str, spec: dict[str, Any]) -> str:
+    """Create or replace a ConfigSet; its resourceVersion."""
+    api = client.CustomObjectsApi(admin)
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "ConfigSet",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": spec,
+    }
+    try:
+        current = api.get_namespaced_custom_object(GROUP, VERSION, NAMESPACE, "configsets", name)
+        body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        done = api.replace_namespaced_custom_object(
+            GROUP, VERSION, NAMESPACE, "configsets", name, body
+        )
+    except client.ApiException as e:
+        if e.status != 404:
+            raise
+        done = api.create_namespaced_custom_object(GROUP, VERSION, NAMESPACE, "configsets", body)
+    return done["metadata"]["resourceVersion"]
+
+
+def applied(admin, node: str, configset: str, resource_version: str) -> bool:
+    """The node reports this version of the ConfigSet applied without error, and is Ready."""
+    mn = managed_node(admin, node)
+    e = entry(mn, configset)
+    assert e and e["resourceVersion"] == resource_version and not e["error"], e
+    assert condition(mn, "Ready") == "True", mn.get("status")
+    return True
+
+
+def lease_renewed_after(admin, node: str, since: datetime.datetime) -> bool:
+    lease = client.CoordinationV1Api(admin).read_namespaced_lease(node, NAMESPACE)
+    assert lease.spec.holder_identity == node
+    assert lease.spec.renew_time and lease.spec.renew_time > since, lease.spec.renew_time
+    return True
+
+
+def web_spec(content: str) -> dict[str, Any]:
+    return {
+        "selector": {"matchLabels": {"role": "web"}},
+        "files": [{"path": WEB, "content": content, "mode": "0644"}],
+    }
+
+
+def now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
+def until(check: Any, *args: Any, timeout: float = 60, message: str = "") -> Any:
+    """``check(*args)`` eventually truthy (arguments bound now, not when the loop moved on);
+    an API error (not found yet, the server restarting) counts as not yet."""
+
+    def attempt() -> Any:
+        try:
+            return check(*args)
+        except (client.ApiException, urllib3.exceptions.HTTPError) as e:
+            raise AssertionError(f"API: {e}") from e
+
+    return eventually(attempt, timeout=timeout, interval=0.5, message=message or str(args))
+
+
+def ready(admin, name: str) -> bool:
+    assert condition(managed_node(admin, name), "Ready") == "True"
+    return True
+
+
+def probed(node: Node) -> bool:
+    assert node.probe("/readyz") == 200, f"{node.name}: /readyz"
+    return True
+
+
+def restarted(node: Node, old_pid: int | None) -> bool:
+    pid = node.agent_pid()
+    assert pid is not None and pid != old_pid, (pid, old_pid)
+    return True
+
+
+def by_name(fleet: list[Node], name: str) -> Node:
+    return next(n for n in fleet if n.name == name)
+
+
+def token_claims(node: Node) -> dict[str, Any]:
+    from nodemanager.kube.tokens import claims, token_of
+
+    token = token_of(str(node.machine.path("/etc/nodemanager/kubeconfig")))
+    assert token, "no token in the node's kubeconfig"
+    return claims(token)
+
+
+def test_1_registration(fleet, plane, admin, zipapp, tmp_path_factory):
+    """Onboard every machine as the README says; three ManagedNodes with labels, Ready."""
+    kit = tmp_path_factory.mktemp("bootstrap")
+    for node in fleet:
+        # once, as an admin: the objects one node needs, and a short-lived bootstrap credential
+        kubectl(
+            plane, "apply", "-f", "-", stdin=nodemanager(zipapp, "rbac", "--hostname", node.name)
+        )
+        bootstrap = kit / f"{node.name}.bootstrap"
+        nodemanager(
+            zipapp,
+            "token",
+            "--hostname",
+            node.name,
+            "--kubeconfig",
+            str(plane.kubeconfig),
+            "--ttl",
+            "1h",
+            "--out",
+            str(bootstrap),
+        )
+        # on the host, with the file copied over
+        node.install(zipapp, drift_check="20s")
+        ttl = ["--token-ttl", f"{SHORT_TTL}s"] if node.name == ROTATED else []
+        node.bootstrap(bootstrap.read_bytes(), *ttl)
+        node.enable_now()
+    state["bootstrapped"] = time.time()
+
+    for node in fleet:
+        until(ready, admin, node.name, timeout=120, message=f"{node.name} registered, Ready")
+        mn = managed_node(admin, node.name)
+        labels = mn["metadata"]["labels"]
+        assert labels["kubernetes.io/hostname"] == node.name
+        assert labels["kubernetes.io/os"] == "linux"
+        assert labels["nodemanager.io/os"] == "debian"
+        assert labels["agent.nodemanager.io/fleet"] == "e2e"
+        assert "Debian GNU/Linux 12" in mn["status"]["release"]
+        until(probed, node, timeout=30)
+        # the built agent under the service manager, with the machine's own state directory
+        pid = node.agent_pid()
+        assert pid, f"no agent process on {node.name}"
+        assert node.check(f"tr '\\0' ' ' < /proc/{pid}/cmdline").startswith(f"python3 {AGENT}")
+        assert node.service_active() and node.service_enabled()
+        assert node.machine.path("/var/lib/nodemanager").is_dir()
+        assert node.read("/etc/nodemanager/kubeconfig")
+        assert node.read("/root/bootstrap.kubeconfig") is None
+    assert {i["metadata"]["name"] for i in _list_nodes(admin)} == {n.name for n in fleet}
+
+
+def _list_nodes(admin) -> list[dict[str, Any]]:
+    return client.CustomObjectsApi(admin).list_namespaced_custom_object(
+        GROUP, VERSION, NAMESPACE, "managednodes"
+    )["items"]
+
+
+def test_2_selection(fleet, admin):
+    """A ConfigSet for two of three lands on exactly those; the hosts-from-nodes template is
+    right on every machine."""
+    selected = {"e2e-deb-1", "e2e-rc-1"}
+    api = client.CustomObjectsApi(admin)
+    for name in selected:  # the admin's label: a node cannot set it on itself
+        api.patch_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            NAMESPACE,
+            "managednodes",
+            name,
+            {"metadata": {"labels": {"role": "web"}}},
+        )
+    rv = put_configset(admin, "web", web_spec("served by nodemanager v1\n"))
+    hosts = yaml.safe_load((ROOT / "examples" / "hosts-from-nodes.yaml").read_text())
+    hosts_rv = put_configset(admin, "hosts", hosts["spec"])
+
+    for node in fleet:
+        until(applied, admin, node.name, "hosts", hosts_rv, timeout=120, message=node.name)
+    for name in selected:
+        until(applied, admin, name, "web", rv, timeout=60, message=f"web on {name}")
+    for node in fleet:
+        mn = managed_node(admin, node.name)
+        assert mn["metadata"]["labels"].get("role") == ("web" if node.name in selected else None)
+        if node.name in selected:
+            assert node.read(WEB) == "served by nodemanager v1\n"
+        else:
+            assert entry(mn, "web") is None
+            assert node.read(WEB) is None
+
+    def hosts_right() -> bool:
+        expected = {"127.0.0.1 localhost", "::1 localhost"}
+        for mn in sorted(_list_nodes(admin), key=lambda n: n["metadata"]["name"]):
+            name = mn["metadata"]["name"]
+            interfaces = (mn.get("status") or {}).get("interfaces") or {}
+            assert interfaces, f"{name} reports no interfaces yet"
+            for ifname, addrs in sorted(interfaces.items()):
+                for ip in addrs.get("ipv4", []) + addrs.get("ipv6", []):
+                    expected.add(f"{ip} {name} {name}.{ifname}")
+        for node in fleet:
+            lines = {line.strip() for line in (node.read("/etc/hosts") or "").splitlines()}
+            assert lines - {""} == expected, f"{node.name}: {lines ^ expected}"
+        return True
+
+    eventually(hosts_right, timeout=90, message="/etc/hosts from every node on every machine")
+
+
+def test_3_kill_9(fleet, admin):
+    """kill -9 the agent: the service manager restarts it, and it converges on what changed
+    while it was gone."""
+    victims = [by_name(fleet, "e2e-deb-1"), by_name(fleet, "e2e-rc-1")]
+    before = {}
+    for node in victims:
+        before[node.name] = node.agent_pid()
+        node.check(f"kill -9 {before[node.name]}")
+    rv = put_configset(admin, "web", web_spec("served by nodemanager v2\n"))
+    for node in victims:
+        until(restarted, node, before[node.name], timeout=60, message="restarted by its service")
+        until(probed, node, timeout=60)
+        until(applied, admin, node.name, "web", rv, timeout=90, message="converged")
+        assert node.read(WEB) == "served by nodemanager v2\n"
+        assert node.service_active()
+    state["web_rv"] = rv
+
+
+def test_4_api_down(fleet, plane, admin):
+    """The API is down for two minutes; a managed file edited by hand meanwhile is reverted
+    during the outage, and the node's status and lease catch up when the API returns."""
+    node = by_name(fleet, "e2e-deb-1")
+    changes = _metric(node, "nodemanager_file_changes_total")
+    plane.stop_apiserver()
+    down = time.monotonic()
+    try:
+        time.sleep(5)
+        node.write(WEB, "edited by hand\n")
+        eventually(
+            lambda: node.read(WEB) == "served by nodemanager v2\n",
+            timeout=60,
+            interval=0.5,
+            message="the hand edit reverted while the API is down",
+        )
+        reverted_after = time.monotonic() - down
+        assert _metric(node, "nodemanager_file_changes_total") > changes
+        assert all(n.probe("/healthz") == 200 for n in fleet)
+        time.sleep(max(0.0, 120 - (time.monotonic() - down)))
+    finally:
+        plane.restart_apiserver()
+    back = now()
+    print(f"reverted {reverted_after:.1f} s into the outage")
+    for n in fleet:
+        until(lease_renewed_after, admin, n.name, back, timeout=90, message="lease after outage")
+        until(applied, admin, n.name, "hosts", _rv(admin, "hosts"), timeout=90)
+    assert applied(admin, node.name, "web", state["web_rv"])
+    # a change made after the outage still arrives: the watches came back
+    rv = put_configset(admin, "web", web_spec("served by nodemanager v3\n"))
+    for name in ("e2e-deb-1", "e2e-rc-1"):
+        until(applied, admin, name, "web", rv, timeout=120, message=f"v3 on {name}")
+    assert node.read(WEB) == "served by nodemanager v3\n"
+    state["web_rv"] = rv
+
+
+def _rv(admin, configset: str) -> str:
+    return client.CustomObjectsApi(admin).get_namespaced_custom_object(
+        GROUP, VERSION, NAMESPACE, "configsets", configset
+    )["metadata"]["resourceVersion"]
+
+
+def _metric(node: Node, name: str) -> float:
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{node.metrics_port}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith(name) and not line.startswith("#")
+    )
+
+
+def test_5_reboot(fleet, admin):
+    """A machine reboots (one of each init): the agent starts with it and is Ready again."""
+    for node in (by_name(fleet, "e2e-deb-1"), by_name(fleet, "e2e-rc-1")):
+        old_pid = node.agent_pid()
+        boot = now()
+        node.machine.reboot()
+        until(probed, node, timeout=120, message=f"{node.name} up after reboot")
+        assert node.agent_pid() and node.service_active()
+        until(lease_renewed_after, admin, node.name, boot, timeout=60)
+        until(applied, admin, node.name, "web", state["web_rv"], timeout=60)
+        assert node.read(WEB) == "served by nodemanager v3\n"
+        assert node.read("/etc/nodemanager/kubeconfig")
+        del old_pid  # pids restart from 1 in a new PID namespace: no comparison to make
+
+
+def test_6_token_rotation(fleet, admin):
+    """With a 10-minute token the agent renews it (about 80 % into its life) and keeps working
+    past the first token's expiry."""
+    node = by_name(fleet, ROTATED)
+    first = token_claims(node)
+    assert first["exp"] - first["iat"] <= SHORT_TTL + 5
+    pid = node.agent_pid()
+    eventually(
+        lambda: token_claims(node)["iat"] > first["iat"],
+        timeout=max(60.0, first["exp"] - time.time() + 30),
+        interval=2,
+        message="the agent rotated its token",
+    )
+    second = token_claims(node)
+    state["rotated_at"] = second["iat"] - first["iat"]
+    assert second["sub"] == first["sub"]
+    assert node.agent_pid() == pid, "rotation needed no restart"
+    time.sleep(max(0.0, first["exp"] - time.time() + 5))  # the first token is dead now
+    rv = put_configset(
+        admin,
+        "rotation",
+        {
+            "selector": {"matchLabels": {"kubernetes.io/hostname": node.name}},
+            "files": [{"path": "/etc/e2e/rotation", "content": "still here\n"}],
+        },
+    )
+    eventually(lambda: applied(admin, node.name, "rotation", rv), timeout=90)
+    eventually(lambda: lease_renewed_after(admin, node.name, now()), timeout=30)
+    assert node.read("/etc/e2e/rotation") == "still here\n"
+    print(f"rotated {state['rotated_at']} s after issue of a {SHORT_TTL} s token")
+
+
+MANAGED = {"/etc/hosts", "/etc/e2e", "/etc/e2e/rotation", WEB}
+# What a booted Debian writes by itself (journal, systemd's own state, the boot's random seed).
+RUNTIME = ("/var/log/journal", "/var/lib/systemd", "/etc/machine-id", "/var/log/nodemanager.log")
+
+
+def test_7_uninstall(fleet):
+    """Stop and disable, then remove what the README lists: the host is as it was, apart from
+    the managed files."""
+    for node in (by_name(fleet, ROTATED), by_name(fleet, "e2e-rc-1")):
+        node.uninstall()
+        assert node.agent_pid() is None and not node.service_active()
+        assert not node.service_enabled()
+        after = node.snapshot()
+        changed = {
+            path
+            for path in set(after) | set(node.pristine)
+            if after.get(path) != node.pristine.get(path)
+        }
+        left = {p for p in changed if p not in MANAGED and not p.startswith(RUNTIME)}
+        assert not left, f"{node.name}: left behind or changed: {sorted(left)}"
+        for path in INSTALLED[node.init]:
+            assert not node.machine.path(path).exists(), path
