@@ -7,6 +7,7 @@ import json
 import re
 import shutil
 import subprocess
+from collections.abc import Set as AbstractSet
 
 
 def _keep(address: str) -> bool:
@@ -64,11 +65,58 @@ def parse_ifconfig(text: str) -> dict[str, dict[str, list[str]]]:
     return _sorted(out)
 
 
+def parse_if_inet6(
+    text: str, skip: AbstractSet[str] = frozenset()
+) -> dict[str, dict[str, list[str]]]:
+    """Parse Linux /proc/net/if_inet6 (address, index, prefix, scope, flags, name): global scope
+    (00) only, interfaces in ``skip`` left out."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) != 6 or fields[3] != "00" or fields[5] in skip:
+            continue
+        _add(out, fields[5], str(ipaddress.IPv6Address(bytes.fromhex(fields[0]))))
+    return _sorted(out)
+
+
+def _linux_without_iproute2() -> dict[str, dict[str, list[str]]]:
+    """Minimal Linux hosts (Debian minbase, containers) have neither `ip` nor `ifconfig`: each
+    interface's primary IPv4 address from the kernel (SIOCGIFADDR), IPv6 from /proc."""
+    import fcntl
+    import socket
+    import struct
+
+    out: dict[str, dict[str, list[str]]] = {}
+    loopback: set[str] = set()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for _, name in socket.if_nameindex():
+            request = struct.pack("256s", name.encode()[:15])
+            try:
+                flags = struct.unpack("H", fcntl.ioctl(s, 0x8913, request)[16:18])[0]
+                if flags & 0x8:  # IFF_LOOPBACK
+                    loopback.add(name)
+                    continue
+                _add(out, name, socket.inet_ntoa(fcntl.ioctl(s, 0x8915, request)[20:24]))
+            except OSError:  # no IPv4 address on it
+                continue
+    try:
+        with open("/proc/net/if_inet6") as f:
+            v6 = parse_if_inet6(f.read(), loopback)
+    except OSError:
+        v6 = {}
+    for name, families in v6.items():
+        for address in families["ipv6"]:
+            _add(out, name, address)
+    return _sorted(out)
+
+
 def interfaces() -> dict[str, dict[str, list[str]]]:
     if shutil.which("ip"):
         return parse_ip_json(
             subprocess.run(["ip", "-j", "addr"], capture_output=True, text=True, check=True).stdout
         )
-    return parse_ifconfig(
-        subprocess.run(["ifconfig"], capture_output=True, text=True, check=True).stdout
-    )
+    if shutil.which("ifconfig"):
+        return parse_ifconfig(
+            subprocess.run(["ifconfig"], capture_output=True, text=True, check=True).stdout
+        )
+    return _linux_without_iproute2()

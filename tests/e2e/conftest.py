@@ -20,11 +20,11 @@ from tests.e2e.fleet import Node
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMESPACE = "nodemanager"  # the default of every command, as in the README
-# name, init, the labels its agent sets on itself (--node-labels)
+# name, init, custom labels (approved by the admin with `rbac --node-labels`, set by the agent)
 MACHINES = [
-    ("e2e-deb-1", "systemd", "agent.nodemanager.io/fleet=e2e"),
-    ("e2e-deb-2", "systemd", "agent.nodemanager.io/fleet=e2e"),
-    ("e2e-rc-1", "openrc", "agent.nodemanager.io/fleet=e2e"),
+    ("e2e-deb-1", "systemd", "role=web"),
+    ("e2e-deb-2", "systemd", ""),
+    ("e2e-rc-1", "openrc", "role=web"),
 ]
 _times: dict[str, float] = {}
 

@@ -119,8 +119,8 @@ class Node:
                 f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
                 f"--health-probe-bind-address=127.0.0.1:{self.health_port}",
                 f"--drift-check-interval={drift_check}",
-                f"--node-labels={self.node_labels}",
                 "--log-format=text",
+                *([f"--node-labels={self.node_labels}"] if self.node_labels else []),
             ]
         )
         env = f"NODEMANAGER_ARGS={shlex.quote(args)}\n".encode()
@@ -162,8 +162,17 @@ class Node:
 
     def agent_pid(self) -> int | None:
         """The agent's process (the interpreter running the zipapp), not its supervisor."""
-        done = self.sh(f"pgrep -o -f '^python3 {AGENT}'")
-        return int(done.stdout) if done.returncode == 0 and done.stdout.strip() else None
+        found = {}
+        for proc in self.machine.path("/proc").iterdir():  # the machine's own PID namespace
+            try:
+                argv = (proc / "cmdline").read_bytes().split(b"\0")
+                parent = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            if argv[:2] == [b"python3", AGENT.encode()]:
+                found[int(proc.name)] = parent
+        roots = [pid for pid, parent in found.items() if parent not in found]
+        return min(roots) if roots else None
 
     def service_active(self) -> bool:
         if self.init == "systemd":

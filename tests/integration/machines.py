@@ -239,7 +239,10 @@ class Machine:
             if self.leader and self._booted():
                 return self
             time.sleep(0.2)
-        raise TimeoutError(f"{self.init} machine did not boot in {timeout} s:\n{self._tail()}")
+        jobs = self.run("systemctl", "list-jobs", "--no-pager").stdout if self.leader else ""
+        raise TimeoutError(
+            f"{self.init} machine did not boot in {timeout} s:\n{self._tail()}\n{jobs}"
+        )
 
     def reboot(self, timeout: float = 120) -> Machine:
         """Reboot from inside; returns once the machine booted again (``persistent`` only)."""
@@ -291,12 +294,15 @@ class Machine:
     def stop(self) -> None:
         if self.proc is None or self.proc.poll() is not None:
             return
-        if self.init == "systemd":
-            os.kill(self.leader, signal.SIGRTMIN + 4)  # systemd: orderly poweroff
-        else:
-            os.kill(
-                self.leader, signal.SIGKILL
-            )  # PID 1 gone: the kernel ends the namespace, mounts go with it
+        try:
+            if self.init == "systemd":
+                os.kill(self.leader, signal.SIGRTMIN + 4)  # systemd: orderly poweroff
+            else:
+                os.kill(
+                    self.leader, signal.SIGKILL
+                )  # PID 1 gone: the kernel ends the namespace, mounts go with it
+        except (ProcessLookupError, TypeError):  # never booted, or rebooting right now
+            os.killpg(self.proc.pid, signal.SIGKILL)
         try:
             self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
