@@ -54,6 +54,8 @@ class Node:
         self.init, self.name, self.node_labels = init, hostname, node_labels
         self.machine = Machine(init, shared, hostname=hostname, persistent=True, binds=[])
         self.metrics_port, self.health_port = free_port(), free_port()
+        self.created_dirs: list[str] = []  # made by install() to hold what it copied
+        self.pristine: dict[str, str] = {}  # snapshot() before onboarding
 
     # -- the machine --------------------------------------------------------------------
 
@@ -76,6 +78,9 @@ class Node:
     def put(self, inside: str, data: bytes, mode: int) -> None:
         """Copy a file into the machine (as an admin with scp would)."""
         target = self.machine.path(inside)
+        for parent in reversed(Path(inside).parents):  # remembered for uninstall()
+            if not self.machine.path(str(parent)).exists():
+                self.created_dirs.insert(0, str(parent))
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
         target.chmod(mode)
@@ -155,6 +160,8 @@ class Node:
         else:
             self.check("rc-service nodemanager stop && rc-update del nodemanager default")
         self.check("rm -rf " + " ".join(INSTALLED[self.init]))
+        for directory in self.created_dirs:  # e.g. /etc/conf.d: Alpine has it, Debian does not
+            self.sh(f"rmdir {directory}")
         if self.init == "systemd":
             self.check("systemctl daemon-reload")
 
