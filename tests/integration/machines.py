@@ -235,6 +235,8 @@ class Machine:
                 raise RuntimeError(
                     f"{self.init} machine exited {self.proc.returncode}:\n{self._tail()}"
                 )
+            if self.leader and not Path(f"/proc/{self.leader}").exists():
+                self.leader = None  # a short-lived child was taken for PID 1
             self.leader = self.leader or self._child()
             if self.leader and self._booted():
                 return self
@@ -269,6 +271,12 @@ class Machine:
 
     def _child(self) -> int | None:
         """The machine's PID 1 as the host sees it: the launcher's child."""
+        if self.persistent and self.init == "systemd":  # not the shell's `mount` before its exec
+            try:
+                if Path(f"/proc/{self.proc.pid}/comm").read_text().strip() != "systemd-nspawn":
+                    return None
+            except FileNotFoundError:
+                return None
         try:
             for task in Path(f"/proc/{self.proc.pid}/task").iterdir():
                 children = (task / "children").read_text().split()
