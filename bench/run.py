@@ -389,6 +389,11 @@ def bench_daemon() -> None:
 def main(argv: list[str]) -> int:
     chosen = argv or ["enforce", "large", "idle", "daemon", "fanout"]
     for name in chosen:
+        if name == "controller":
+            from bench.controller import main as controller
+
+            controller()
+            continue
         if name == "fanout":
             from bench.fanout import main as fanout
 

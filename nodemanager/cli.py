@@ -338,6 +338,246 @@ def _emit(documents: list[Any], output_format: str) -> None:
         click.echo(yaml.safe_dump_all(documents, sort_keys=False), nl=False)
 
 
+def _log_handler(log_format: str) -> None:
+    handler = logging.StreamHandler()
+    handler.setFormatter(
+        JsonFormatter()
+        if log_format == "json"
+        else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    )
+    logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
+
+
+@main.command()
+@click.option(
+    "--kubeconfig",
+    default=os.path.expanduser("~/.kube/config"),
+    show_default=True,
+    help="Kubeconfig file; in a pod without it, the in-cluster service account.",
+)
+@click.option("--namespace", default="nodemanager", show_default=True)
+@click.option(
+    "--leader-elect",
+    default=False,
+    type=bool,
+    show_default=True,
+    help="Elect one active replica through the Lease nodemanager-controller.",
+)
+@click.option(
+    "--leader-elect-identity", default="", help="This replica's name (default: host_pid)."
+)
+@click.option("--leader-elect-lease-duration", default="15s", show_default=True)
+@click.option("--leader-elect-renew-deadline", default="10s", show_default=True)
+@click.option("--leader-elect-retry-period", default="2s", show_default=True)
+@click.option(
+    "--sync-period",
+    default="1s",
+    show_default=True,
+    help="At most one sync (and one status write per ConfigSet) per period.",
+)
+@click.option(
+    "--manage-access",
+    default=True,
+    type=bool,
+    show_default=True,
+    help="Keep one Role per node granting read of the Secrets/ConfigMaps its ConfigSets name.",
+)
+@click.option("--metrics-bind-address", default=":8082", show_default=True)
+@click.option("--health-probe-bind-address", default=":8083", show_default=True)
+@click.option(
+    "--log-format", type=click.Choice(["json", "text"]), default="json", show_default=True
+)
+def controller(
+    kubeconfig,
+    namespace,
+    leader_elect,
+    leader_elect_identity,
+    leader_elect_lease_duration,
+    leader_elect_renew_deadline,
+    leader_elect_retry_period,
+    sync_period,
+    manage_access,
+    metrics_bind_address,
+    health_probe_bind_address,
+    log_format,
+) -> None:
+    """Run the fleet controller: ConfigSet status, stale nodes, per-node Secret access."""
+    import signal
+
+    from nodemanager.controller.manager import Controller, Options
+
+    _log_handler(log_format)
+    options = Options(
+        kubeconfig=kubeconfig,
+        namespace=namespace,
+        leader_elect=leader_elect,
+        identity=leader_elect_identity,
+        sync_period=_duration(sync_period),
+        manage_access=manage_access,
+        metrics_bind_address=metrics_bind_address,
+        health_probe_bind_address=health_probe_bind_address,
+        lease_duration=_duration(leader_elect_lease_duration),
+        renew_deadline=_duration(leader_elect_renew_deadline),
+        retry_period=_duration(leader_elect_retry_period),
+    )
+    if options.renew_deadline >= options.lease_duration:
+        raise click.BadParameter(
+            "must be shorter than --leader-elect-lease-duration",
+            param_hint="--leader-elect-renew-deadline",
+        )
+    try:
+        ctl = Controller(options)
+    except (ValueError, OSError) as e:
+        raise click.ClickException(str(e)) from e
+    signal.signal(signal.SIGTERM, lambda *_: ctl.shutdown())
+    signal.signal(signal.SIGINT, lambda *_: ctl.shutdown())
+    sys.exit(ctl.run())
+
+
+def _configset_ref(ref: str) -> str:
+    kind, _, name = ref.partition("/")
+    if not name or kind.lower() not in ("configset", "configsets", "cset", "cfs"):
+        raise click.BadParameter(f"{ref!r}: expected configset/NAME", param_hint="RESOURCE")
+    return name
+
+
+def _rollout_client(kubeconfig: str, namespace: str):
+    from nodemanager.kube.client import ClientFactory
+    from nodemanager.kube.rollouts import RolloutClient
+
+    return RolloutClient(ClientFactory(kubeconfig), namespace)
+
+
+_rollout_options = [
+    click.argument("resource"),
+    click.option(
+        "--kubeconfig",
+        default=os.path.expanduser("~/.kube/config"),
+        show_default=True,
+        help="Kubeconfig file.",
+    ),
+    click.option("--namespace", "-n", default="nodemanager", show_default=True),
+]
+
+
+def _with_rollout_options(f):
+    for option in reversed(_rollout_options):
+        f = option(f)
+    return f
+
+
+@main.group()
+def rollout() -> None:
+    """Staged rollouts of ConfigSets with spec.rollout (like kubectl rollout)."""
+
+
+@rollout.command("status")
+@_with_rollout_options
+@click.option("--watch", "-w", default=True, type=bool, show_default=True)
+@click.option(
+    "--timeout", default="0s", show_default=True, help="Give up after this; 0 waits forever."
+)
+def rollout_status(resource, kubeconfig, namespace, watch, timeout) -> None:
+    """Show the rollout's progress; with --watch, wait until it finished or failed."""
+    import time
+
+    from nodemanager.controller.rollout import progress
+
+    name, deadline = _configset_ref(resource), _duration(timeout)
+    client_ = _rollout_client(kubeconfig, namespace)
+    started, last = time.monotonic(), ""
+    while True:
+        state, message = _kube_call(lambda: progress(client_.configset(name)))
+        if message != last:
+            click.echo(message)
+            last = message
+        if state == "failed":
+            sys.exit(1)
+        if state in ("done", "paused") or not watch:
+            return
+        if deadline and time.monotonic() - started > deadline:
+            raise click.ClickException("timed out waiting for the rollout to finish")
+        time.sleep(1)
+
+
+@rollout.command("history")
+@_with_rollout_options
+def rollout_history(resource, kubeconfig, namespace) -> None:
+    """List the ConfigSet's revisions and which nodes run each."""
+    from nodemanager.controller.rollout import CONFIGSET_LABEL
+
+    name = _configset_ref(resource)
+    client_ = _rollout_client(kubeconfig, namespace)
+    revisions = _kube_call(lambda: client_.revisions(name, CONFIGSET_LABEL))
+    running: dict[str, list[str]] = {}
+    for node in _kube_call(client_.nodes):
+        for entry in (node.get("status") or {}).get("configsets") or []:
+            if entry.get("name") == name and entry.get("revision"):
+                running.setdefault(entry["revision"], []).append(node["metadata"]["name"])
+    click.echo(f"configset/{name}")
+    click.echo(f"{'REVISION':<10}{'NAME':<32}NODES")
+    for r in sorted(revisions, key=lambda r: int(r.get("revision") or 0)):
+        nodes = running.get(r["metadata"]["name"], [])
+        click.echo(
+            f"{r.get('revision', 0):<10}{r['metadata']['name']:<32}{','.join(sorted(nodes))}"
+        )
+
+
+@rollout.command("pause")
+@_with_rollout_options
+def rollout_pause(resource, kubeconfig, namespace) -> None:
+    """Stop admitting nodes to new revisions (spec.paused: true)."""
+    name = _configset_ref(resource)
+    _kube_call(lambda: _rollout_client(kubeconfig, namespace).set_paused(name, True))
+    click.echo(f"configset/{name} paused")
+
+
+@rollout.command("resume")
+@_with_rollout_options
+def rollout_resume(resource, kubeconfig, namespace) -> None:
+    """Admit nodes again (spec.paused: false)."""
+    name = _configset_ref(resource)
+    _kube_call(lambda: _rollout_client(kubeconfig, namespace).set_paused(name, False))
+    click.echo(f"configset/{name} resumed")
+
+
+@rollout.command("undo")
+@_with_rollout_options
+@click.option("--to-revision", default=0, type=int, help="Revision to go back to; 0: the previous.")
+def rollout_undo(resource, kubeconfig, namespace, to_revision) -> None:
+    """Put an earlier revision's content back into the ConfigSet; the rollout then applies it."""
+    from nodemanager.controller.rollout import CONFIGSET_LABEL, STEERING, revision_name, undo_target
+
+    name = _configset_ref(resource)
+    client_ = _rollout_client(kubeconfig, namespace)
+    current = _kube_call(lambda: client_.configset(name))
+    if not isinstance((current.get("spec") or {}).get("rollout"), dict):
+        raise click.ClickException(f"configset/{name} has no spec.rollout: it keeps no revisions")
+    revisions = _kube_call(lambda: client_.revisions(name, CONFIGSET_LABEL))
+    try:
+        target = undo_target(revisions, revision_name(name, current["spec"]), to_revision)
+    except ValueError as e:
+        raise click.ClickException(str(e)) from e
+    content = (target.get("data") or {}).get("spec") or {}
+
+    def new_spec(spec):
+        return {**content, **{k: spec[k] for k in STEERING if k in spec}}
+
+    _kube_call(lambda: client_.replace_spec(name, new_spec))
+    click.echo(f"configset/{name} rolled back to revision {target.get('revision')}")
+
+
+def _kube_call(call):
+    from nodemanager.kube.errors import KubeError
+
+    try:
+        return call()
+    except KubeError as e:
+        raise click.ClickException(str(e)) from e
+    except OSError as e:
+        raise click.ClickException(f"{e.filename or ''}: {e.strerror or e}") from e
+
+
 @main.command()
 @click.argument("path")
 @click.option("--hash", "sha", help="sha256 (or a unique prefix) of the version to restore.")

@@ -33,6 +33,7 @@ from nodemanager.agent.identity import identify
 from nodemanager.agent.metrics import Metrics
 from nodemanager.agent.reconcile import Reconciler
 from nodemanager.agent.signals import Signals
+from nodemanager.agent.revisions import REVISION_LABEL, admitted, report
 from nodemanager.agent.state import Snapshot, StateStore
 from nodemanager.agent.status import differs
 from nodemanager.agent.upgrade import Upgrader
@@ -145,7 +146,8 @@ class Daemon:
             run=functools.partial(apply, work_dir=str(self.runs)),
         )
         self.informers = {
-            "configsets": self._informer(watches.CONFIGSETS),
+            # The controller's status summaries must not make every agent reconcile.
+            "configsets": self._informer(watches.CONFIGSETS, ignore_status=True),
             "self": self._informer(
                 watches.MANAGEDNODES,
                 field_selector=f"metadata.name={self.name}",
@@ -153,8 +155,11 @@ class Daemon:
             ),
             "secrets": self._informer(watches.SECRETS),
             "configmaps": self._informer(watches.CONFIGMAPS),
+            # Content of staged ConfigSets (spec.rollout): the revision this node was admitted to.
+            "revisions": self._informer(watches.CONTROLLERREVISIONS, label_selector=REVISION_LABEL),
         }
         self._self_seen: str | None = None
+        self._running: dict[str, str] = {}  # staged ConfigSet -> revision in the last snapshot
         self.nodes_informer: Informer | None = None  # started only when a template reads `nodes`
         self.registered = threading.Event()
         self.ready = threading.Event()
@@ -308,11 +313,14 @@ class Daemon:
         me = self.informers["self"].get(self.name) or {
             "metadata": {"name": self.name, "labels": self.managed_labels}
         }
+        configsets, self._running = admitted(
+            sorted(self.informers["configsets"].items(), key=lambda c: c["metadata"]["name"]),
+            me,
+            {r["metadata"]["name"]: r for r in self.informers["revisions"].items()},
+        )
         snap = Snapshot(
             node=me,
-            configsets=sorted(
-                self.informers["configsets"].items(), key=lambda c: c["metadata"]["name"]
-            ),
+            configsets=configsets,
             secrets={
                 s["metadata"]["name"]: s.get("data") or {}
                 for s in self.informers["secrets"].items()
@@ -349,7 +357,7 @@ class Daemon:
         with self.work:
             result = self.reconciler.reconcile(snap, full=full)
         if self._online():
-            self._write_status(result.status, snap.node)
+            self._write_status(report(result.status, self._running), snap.node)
             uid = snap.node.get("metadata", {}).get("uid")
             if result.event:
                 reason, message, warning = result.event

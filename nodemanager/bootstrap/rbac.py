@@ -66,6 +66,8 @@ def node_rules(hostname: str, lease_groups: Sequence[str] = ()) -> list[dict[str
             "verbs": ["update", "patch"],
         },
         {"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": read},
+        # Admitted revisions of staged ConfigSets (their content; the controller writes them).
+        {"apiGroups": ["apps"], "resources": ["controllerrevisions"], "verbs": read},
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
         {
             "apiGroups": ["coordination.k8s.io"],

@@ -55,6 +55,8 @@ class Informer:
         field_selector: str | None = None,
         watch_timeout: int = 300,
         on_list: Callable[[str], None] | None = None,
+        label_selector: str | None = None,
+        ignore_status: bool = False,
     ):
         self.kind = kind
         self.clients = clients
@@ -63,6 +65,10 @@ class Informer:
         self.field_selector = field_selector
         self.watch_timeout = watch_timeout
         self.on_list = on_list
+        self.label_selector = label_selector
+        # Drop updates that change only status (and the resourceVersion): the agent must not
+        # re-reconcile and re-report each time the controller summarises a ConfigSet.
+        self.ignore_status = ignore_status
         self.synced = threading.Event()
         self.lists = 0  # how many full lists were made: tests and metrics read it
         self._items: dict[str, dict[str, Any]] = {}
@@ -81,7 +87,23 @@ class Informer:
         kwargs: dict[str, Any] = {}
         if self.field_selector:
             kwargs["field_selector"] = self.field_selector
+        if self.label_selector:
+            kwargs["label_selector"] = self.label_selector
         return kwargs
+
+    def _same_but_status(self, old: dict | None, new: dict) -> bool:
+        if not self.ignore_status or old is None:
+            return False
+
+        def strip(obj: dict) -> dict:
+            meta = {
+                k: v
+                for k, v in (obj.get("metadata") or {}).items()
+                if k not in ("resourceVersion", "managedFields")
+            }
+            return {**{k: v for k, v in obj.items() if k != "status"}, "metadata": meta}
+
+        return strip(old) == strip(new)
 
     def _list(self) -> None:
         api = self.clients.get()
@@ -89,6 +111,10 @@ class Informer:
         result = api.sanitize_for_serialization(result)
         items = {i["metadata"]["name"]: i for i in result.get("items", [])}
         with self._lock:
+            items = {
+                n: self._items[n] if self._same_but_status(self._items.get(n), i) else i
+                for n, i in items.items()
+            }
             changed = items != self._items or not self.synced.is_set()
             self._items = items
             self._rv = result["metadata"]["resourceVersion"]
@@ -128,6 +154,10 @@ class Informer:
                 if kind == "BOOKMARK":
                     continue
                 with self._lock:
+                    if kind == "MODIFIED" and self._same_but_status(
+                        self._items.get(meta["name"]), obj
+                    ):
+                        continue
                     if kind == "DELETED":
                         self._items.pop(meta["name"], None)
                     else:

@@ -27,3 +27,12 @@ CONFIGSETS = Kind("configsets", _custom("configsets"))
 MANAGEDNODES = Kind("managednodes", _custom("managednodes"))
 SECRETS = Kind("secrets", lambda api: client.CoreV1Api(api).list_namespaced_secret)
 CONFIGMAPS = Kind("configmaps", lambda api: client.CoreV1Api(api).list_namespaced_config_map)
+LEASES = Kind("leases", lambda api: client.CoordinationV1Api(api).list_namespaced_lease)
+ROLES = Kind("roles", lambda api: client.RbacAuthorizationV1Api(api).list_namespaced_role)
+ROLEBINDINGS = Kind(
+    "rolebindings", lambda api: client.RbacAuthorizationV1Api(api).list_namespaced_role_binding
+)
+CONTROLLERREVISIONS = Kind(
+    "controllerrevisions",
+    lambda api: client.AppsV1Api(api).list_namespaced_controller_revision,
+)

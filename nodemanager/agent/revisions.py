@@ -1,0 +1,49 @@
+"""Staged ConfigSets in the snapshot: the admitted revision's content replaces the live spec.
+
+A ConfigSet with ``spec.rollout`` is applied as the ControllerRevision its node was admitted to
+(``ManagedNode.spec.configsetRevisions[<name>]``, written by the controller, never by nodes), so
+a change reaches a node only when the rollout admits it, and a node keeps enforcing its last
+admitted content. Not admitted yet means not applied: the controller admits new nodes at once.
+Without ``spec.rollout`` the live object applies, as before. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+REVISIONS_FIELD = "configsetRevisions"  # the controller's nodemanager.controller.rollout
+REVISION_LABEL = "nodemanager.io/configset"
+
+
+def admitted(
+    configsets: Sequence[Mapping[str, Any]],
+    node: Mapping[str, Any],
+    revisions: Mapping[str, Mapping[str, Any]],
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """(ConfigSets to apply, ConfigSet name -> revision applied) for this node."""
+    wanted = (node.get("spec") or {}).get(REVISIONS_FIELD) or {}
+    out: list[dict[str, Any]] = []
+    running: dict[str, str] = {}
+    for cs in configsets:
+        spec = cs.get("spec") or {}
+        if not isinstance(spec.get("rollout"), Mapping):
+            out.append(dict(cs))
+            continue
+        name = (cs.get("metadata") or {}).get("name", "")
+        revision = revisions.get(str(wanted.get(name) or ""))
+        if revision is None:
+            continue
+        content = (revision.get("data") or {}).get("spec") or {}
+        out.append({**cs, "spec": {**content, "rollout": spec["rollout"]}})
+        running[name] = revision["metadata"]["name"]
+    return out, running
+
+
+def report(status: dict[str, Any], running: Mapping[str, str]) -> dict[str, Any]:
+    """The status with each staged ConfigSet's entry naming the revision it applied."""
+    entries = []
+    for entry in status.get("configsets") or []:
+        revision = running.get(entry.get("name", ""))
+        entries.append({**entry, "revision": revision} if revision else entry)
+    return {**status, "configsets": entries}

@@ -1,0 +1,131 @@
+"""Per-node read access to exactly the Secrets and ConfigMaps its ConfigSets reference.
+
+The node-authorizer pattern, in plain RBAC: one Role per node whose ``resourceNames`` list the
+objects referenced (``secretRefs``, ``configMapRefs``) by the valid ConfigSets selecting that
+node, bound to the node's ServiceAccount. A rule with an empty ``resourceNames`` would grant
+*every* object of the kind, so a kind with no references gets no rule at all. ``list`` and
+``watch`` are granted too: the API server authorises them against ``resourceNames`` when the
+request selects one object with ``fieldSelector=metadata.name=...``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from nodemanager.api import ConfigSet
+from nodemanager.desired.select import matches
+
+READ = ["get", "list", "watch"]
+MANAGED_BY = {
+    "app.kubernetes.io/name": "nodemanager",
+    "app.kubernetes.io/managed-by": "nodemanager-controller",
+}
+
+
+def role_name(node: str) -> str:
+    return f"nodemanager-refs-{node}"
+
+
+def service_account(node: str) -> str:
+    """The node's ServiceAccount; the same name `nodemanager rbac` creates (bootstrap/rbac.py)."""
+    return f"nodemanager-{node}"
+
+
+def references(
+    configsets: Sequence[ConfigSet], labels: Mapping[str, str]
+) -> tuple[list[str], list[str]]:
+    """(Secret names, ConfigMap names) referenced by the ConfigSets selecting these labels."""
+    secrets: set[str] = set()
+    configmaps: set[str] = set()
+    for cs in configsets:
+        if not matches(cs, labels):
+            continue
+        for f in cs.files:
+            secrets.update(r.name for r in f.secret_refs)
+            configmaps.update(r.name for r in f.configmap_refs)
+    return sorted(secrets), sorted(configmaps)
+
+
+def rules(secrets: Sequence[str], configmaps: Sequence[str]) -> list[dict[str, Any]]:
+    out = []
+    if secrets:
+        out.append(
+            {
+                "apiGroups": [""],
+                "resources": ["secrets"],
+                "resourceNames": list(secrets),
+                "verbs": READ,
+            }
+        )
+    if configmaps:
+        out.append(
+            {
+                "apiGroups": [""],
+                "resources": ["configmaps"],
+                "resourceNames": list(configmaps),
+                "verbs": READ,
+            }
+        )
+    return out
+
+
+def role(node: Mapping[str, Any], namespace: str, wanted: list[dict[str, Any]]) -> dict[str, Any]:
+    """The Role, owned by the ManagedNode so garbage collection removes it with the node."""
+    meta = node.get("metadata") or {}
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {
+            "name": role_name(meta["name"]),
+            "namespace": namespace,
+            "labels": dict(MANAGED_BY),
+            "ownerReferences": [
+                {
+                    "apiVersion": "common.nodemanager/v1",
+                    "kind": "ManagedNode",
+                    "name": meta["name"],
+                    "uid": meta.get("uid", ""),
+                }
+            ],
+        },
+        "rules": wanted,
+    }
+
+
+def binding(node: Mapping[str, Any], namespace: str) -> dict[str, Any]:
+    meta = node.get("metadata") or {}
+    name = role_name(meta["name"])
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": dict(MANAGED_BY),
+            "ownerReferences": role(node, namespace, [])["metadata"]["ownerReferences"],
+        },
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [
+            {
+                "kind": "ServiceAccount",
+                "name": service_account(meta["name"]),
+                "namespace": namespace,
+            }
+        ],
+    }
+
+
+def normalised(rules_: Any) -> list[dict[str, Any]]:
+    """A Role's rules as read from the API, in the shape ``rules`` builds (for comparison)."""
+    out = []
+    for r in rules_ or []:
+        out.append(
+            {
+                "apiGroups": list(r.get("apiGroups") or []),
+                "resources": list(r.get("resources") or []),
+                "resourceNames": list(r.get("resourceNames") or []),
+                "verbs": list(r.get("verbs") or []),
+            }
+        )
+    return out

@@ -1,0 +1,60 @@
+"""Stale nodes: a ManagedNode whose agent stopped renewing its Lease gets Ready=Unknown.
+
+This is the node-lifecycle pattern, shaped so agent and controller never fight over the
+condition: the controller only ever writes ``Unknown``, and only while the Lease is expired;
+the agent writes ``True``/``False`` whenever it reconciles, and an agent that comes back
+renews its Lease and rewrites its own condition (it sees the controller's write on its watch
+of its own ManagedNode, and ``Unknown`` differs from what it computes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from nodemanager.controller.conditions import by_type
+
+REASON = "NodeStatusUnknown"
+DEFAULT_LEASE_SECONDS = 40
+
+
+def expired(lease: Mapping[str, Any] | None, unchanged_for: float) -> str | None:
+    """Why the node's agent counts as gone (a message), or None while its Lease is live.
+
+    ``unchanged_for`` is how long *the controller* has seen this Lease record (or its absence)
+    unchanged, measured on its own clock, as the node-lifecycle controller does: the agent's
+    timestamps come from the host's clock, and a skewed host must not look dead (or alive).
+    """
+    spec = (lease or {}).get("spec") or {}
+    duration = int(spec.get("leaseDurationSeconds") or DEFAULT_LEASE_SECONDS)
+    if unchanged_for <= duration:
+        return None
+    if lease is None:
+        return f"the agent has not written a Lease for {unchanged_for:.0f} s"
+    return (
+        f"the agent stopped renewing its Lease (last renewTime {spec.get('renewTime')}, "
+        f"unchanged for {unchanged_for:.0f} s, lease {duration} s)"
+    )
+
+
+def stale_conditions(
+    node: Mapping[str, Any], message: str, now: str
+) -> list[dict[str, Any]] | None:
+    """The node's conditions with Ready=Unknown, or None when they already say so."""
+    status = node.get("status") or {}
+    current = list(status.get("conditions") or [])
+    ready = by_type(current).get("Ready")
+    if ready and ready.get("status") == "Unknown" and ready.get("reason") == REASON:
+        return None
+    generation = int((node.get("metadata") or {}).get("generation") or 0)
+    unknown = {
+        "type": "Ready",
+        "status": "Unknown",
+        "reason": REASON,
+        "message": message,
+        "observedGeneration": int((ready or {}).get("observedGeneration") or generation),
+        "lastTransitionTime": now,
+    }
+    return [unknown if c.get("type") == "Ready" else dict(c) for c in current] + (
+        [] if ready else [unknown]
+    )

@@ -1,0 +1,302 @@
+"""The controller loop: informers mark the fleet dirty; one sync at most every sync period.
+
+A sync recomputes everything from the caches (level-triggered) and writes only what differs:
+ConfigSet status (so a burst of node reports is one write per ConfigSet per period), stale
+nodes' Ready condition, per-node Roles. Informers run on every replica, so a standby that wins
+the election starts from a warm cache; only the leader writes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from nodemanager.api import ConfigSet, InvalidObject
+from nodemanager.controller import access, liveness, rollout, staging
+from nodemanager.controller.serve import ControllerMetrics, serve
+from nodemanager.controller.summary import NodeView, configset_status, differs
+from nodemanager.kube import watches
+from nodemanager.kube.client import ClientFactory
+from nodemanager.kube.election import LeaderElector
+from nodemanager.kube.errors import Conflict, KubeError, NotFound
+from nodemanager.kube.fleet import FleetClient
+from nodemanager.kube.informer import Informer, Kind
+
+log = logging.getLogger(__name__)
+LEADER_LEASE = "nodemanager-controller"
+
+
+@dataclass
+class Options:
+    kubeconfig: str | None
+    namespace: str = "nodemanager"
+    leader_elect: bool = False
+    identity: str = ""
+    sync_period: float = 1.0
+    manage_access: bool = True
+    metrics_bind_address: str = ":8082"
+    health_probe_bind_address: str = ":8083"
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+
+def stamp() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+class Controller:
+    def __init__(self, opts: Options) -> None:
+        self.opts = opts
+        self.stop = threading.Event()
+        self.dirty = threading.Event()
+        self.lost = False
+        self.metrics = ControllerMetrics()
+        self.clients = ClientFactory(
+            opts.kubeconfig, on_request=lambda m: self.metrics.api_requests.labels(m).inc()
+        )
+        self.fleet = FleetClient(self.clients, opts.namespace)
+        self.informers = {
+            "configsets": self._informer(watches.CONFIGSETS),
+            "managednodes": self._informer(watches.MANAGEDNODES),
+            "leases": self._informer(watches.LEASES),
+            "revisions": self._informer(
+                watches.CONTROLLERREVISIONS, label_selector=rollout.CONFIGSET_LABEL
+            ),
+        }
+        if opts.manage_access:
+            selector = "app.kubernetes.io/managed-by=nodemanager-controller"
+            self.informers["roles"] = self._informer(watches.ROLES, label_selector=selector)
+            self.informers["rolebindings"] = self._informer(
+                watches.ROLEBINDINGS, label_selector=selector
+            )
+        identity = opts.identity or f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+        self.elector = (
+            LeaderElector(
+                self.clients,
+                opts.namespace,
+                LEADER_LEASE,
+                identity,
+                lease_duration=opts.lease_duration,
+                renew_deadline=opts.renew_deadline,
+                retry_period=opts.retry_period,
+            )
+            if opts.leader_elect
+            else None
+        )
+        # What this replica wrote and the cache may not show yet, so a lagging watch never
+        # causes a second identical write.
+        self._written: dict[str, dict[str, Any]] = {}
+        self._stale_written: dict[str, str] = {}  # node -> resourceVersion the write was based on
+        self._lease_seen: dict[str, tuple[str, float]] = {}  # node -> (renewTime, first seen)
+        self._targets: dict[str, str] = {}  # ConfigSet -> revision its rollout last aimed at
+        self._rolling = False  # a rollout waits on time (minReadySeconds): sync every tick
+
+    def _informer(self, kind: Kind, **kwargs: Any) -> Informer:
+        return Informer(
+            kind, self.clients, self.opts.namespace, lambda _k: self.dirty.set(), **kwargs
+        )
+
+    def leading(self) -> bool:
+        return self.elector is None or self.elector.leading.is_set()
+
+    # -- one sync ------------------------------------------------------------------------
+
+    def sync(self) -> None:
+        """Recompute everything from the caches and write what differs."""
+        nodes = self.informers["managednodes"].items()
+        configsets = self.informers["configsets"].items()
+        self._sync_configsets(configsets, nodes)
+        self._sync_liveness(nodes)
+        if self.opts.manage_access:
+            self._sync_access(configsets, nodes)
+        self.metrics.syncs.inc()
+
+    def _sync_configsets(
+        self, configsets: list[dict[str, Any]], nodes: list[dict[str, Any]]
+    ) -> None:
+        views = [NodeView.from_dict(n) for n in nodes]
+        now = stamp()
+        self._rolling = False
+        for raw in configsets:
+            name = raw["metadata"]["name"]
+            cached = raw.get("status") or {}
+            written = self._written.get(name)
+            if written is not None and not differs(written, cached):
+                del self._written[name]  # the cache caught up
+                written = None
+            base = {**raw, "status": written if written is not None else cached}
+            settings = rollout.Rollout.of(raw.get("spec") or {})
+            if settings is None:
+                wanted = configset_status(base, views, now=now)
+            else:
+                try:
+                    step = self._rollout(raw, settings, nodes)
+                except KubeError as e:
+                    log.warning("ConfigSet %s: rollout step failed: %s", name, e)
+                    self.dirty.set()
+                    continue
+                wanted = configset_status(
+                    base, views, now=now, extra=step.extra, counts=step.counts, halted=step.halted
+                )
+                self._rolling = self._rolling or (
+                    settings.min_ready_seconds > 0 and step.extra["unavailable"] > 0
+                )
+            if not differs(wanted, base["status"]):
+                continue
+            try:
+                self.fleet.patch_configset_status(name, wanted)
+            except NotFound:
+                continue  # deleted since the cache saw it
+            except KubeError as e:
+                log.warning("ConfigSet %s: status write failed: %s", name, e)
+                self.dirty.set()
+                continue
+            self._written[name] = wanted
+            self.metrics.writes.labels("configset_status").inc()
+
+    def _rollout(
+        self, raw: dict[str, Any], settings: rollout.Rollout, nodes: list[dict[str, Any]]
+    ) -> staging.Outcome:
+        name = raw["metadata"]["name"]
+        revisions = [
+            r
+            for r in self.informers["revisions"].items()
+            if (r["metadata"].get("labels") or {}).get(rollout.CONFIGSET_LABEL) == name
+        ]
+        last = self._targets.get(name) or (raw.get("status") or {}).get("updateRevision")
+        step = staging.sync(self.fleet, self.opts.namespace, raw, settings, nodes, revisions, last)
+        self._targets[name] = step.extra["updateRevision"]
+        return step
+
+    def _sync_liveness(self, nodes: list[dict[str, Any]]) -> None:
+        leases = {lease["metadata"]["name"]: lease for lease in self.informers["leases"].items()}
+        mono, now = time.monotonic(), stamp()
+        seen: dict[str, tuple[str, float]] = {}
+        for node in nodes:
+            name, rv = node["metadata"]["name"], node["metadata"].get("resourceVersion", "")
+            lease = leases.get(name)
+            record = str(((lease or {}).get("spec") or {}).get("renewTime") or "")
+            prior = self._lease_seen.get(name)
+            seen[name] = prior if prior and prior[0] == record else (record, mono)
+            message = liveness.expired(lease, mono - seen[name][1])
+            if message is None or self._stale_written.get(name) == rv:
+                continue
+            conditions = liveness.stale_conditions(node, message, now)
+            if conditions is None:
+                continue
+            try:
+                self.fleet.patch_node_conditions(name, rv, conditions)
+            except (Conflict, NotFound):
+                self.dirty.set()  # the agent (or a delete) got there first: recompute
+                continue
+            except KubeError as e:
+                log.warning("ManagedNode %s: cannot mark Ready=Unknown: %s", name, e)
+                continue
+            log.info("ManagedNode %s: Ready=Unknown (%s)", name, message)
+            self._stale_written[name] = rv
+            self.metrics.writes.labels("node_ready_unknown").inc()
+        self._lease_seen = seen
+
+    def _sync_access(self, configsets: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> None:
+        parsed = []
+        for raw in configsets:
+            try:
+                parsed.append(ConfigSet.from_dict(raw))
+            except InvalidObject:
+                continue  # agents apply nothing of it, so it grants nothing
+        roles = {r["metadata"]["name"]: r for r in self.informers["roles"].items()}
+        bindings = {b["metadata"]["name"] for b in self.informers["rolebindings"].items()}
+        wanted_names = set()
+        for node in nodes:
+            meta = node["metadata"]
+            name = access.role_name(meta["name"])
+            wanted_names.add(name)
+            wanted = access.rules(*access.references(parsed, meta.get("labels") or {}))
+            try:
+                current = roles.get(name)
+                if current is None or access.normalised(current.get("rules")) != wanted:
+                    self.fleet.put_role(access.role(node, self.opts.namespace, wanted))
+                    self.metrics.writes.labels("role").inc()
+                if name not in bindings:
+                    self.fleet.create_binding(access.binding(node, self.opts.namespace))
+                    self.metrics.writes.labels("rolebinding").inc()
+            except KubeError as e:
+                log.warning("Role %s: write failed: %s", name, e)
+                self.dirty.set()
+        for name in (set(roles) | bindings) - wanted_names:  # the node is gone
+            try:
+                self.fleet.delete_rbac(name)
+            except KubeError as e:
+                log.warning("Role %s: delete failed: %s", name, e)
+
+    # -- the loop ------------------------------------------------------------------------
+
+    def _synced(self) -> bool:
+        return all(i.synced.is_set() for i in self.informers.values())
+
+    def _lost(self) -> None:
+        self.lost = True
+        self.shutdown()
+
+    def run(self) -> int:
+        """Run until stopped; the exit code (1 when leadership was lost, so it restarts)."""
+        servers = serve(
+            self.opts.metrics_bind_address,
+            self.opts.health_probe_bind_address,
+            self.metrics,
+            alive=lambda: not self.stop.is_set(),
+            leading=lambda: self.leading() and self._synced(),
+        )
+        for name, informer in self.informers.items():
+            threading.Thread(
+                target=informer.run, args=(self.stop,), name=f"informer-{name}", daemon=True
+            ).start()
+        if self.elector:
+            threading.Thread(
+                target=self.elector.run, args=(self.stop, self._lost), name="elector", daemon=True
+            ).start()
+        last_sync, was_leading = 0.0, False
+        while not self.stop.is_set():
+            # Wake for changes, and at least every second: Lease expiry is a matter of time.
+            changed = self.dirty.wait(1.0)
+            if self.stop.is_set():
+                break
+            leading = self.leading()
+            self.metrics.leader.set(1 if leading else 0)
+            if not leading or not self._synced():
+                was_leading = leading
+                continue
+            if not was_leading:
+                log.info("leading: syncing the fleet")
+                was_leading = True
+            if not changed and was_leading and last_sync and not self._rolling:
+                self._sync_liveness(self.informers["managednodes"].items())
+                continue
+            wait = last_sync + self.opts.sync_period - time.monotonic()
+            if wait > 0 and self.stop.wait(wait):  # coalesce: one sync per period at most
+                break
+            self.dirty.clear()
+            last_sync = time.monotonic()
+            try:
+                self.sync()
+            except Exception:
+                log.exception("sync failed")
+                self.dirty.set()
+        if self.elector and not self.lost:
+            self.elector.release()
+        for server in servers:
+            server.shutdown()
+        self.clients.close()
+        log.info("stopped")
+        return 1 if self.lost else 0
+
+    def shutdown(self) -> None:
+        self.stop.set()
+        self.dirty.set()

@@ -1,0 +1,209 @@
+"""Staged rollouts (pure): revisions of a ConfigSet's content and which nodes to admit next.
+
+The DaemonSet pattern. A revision is the ConfigSet's spec without ``rollout`` and ``paused``
+(those steer the rollout, they are not content), kept as a ControllerRevision named after the
+content's hash, so going back to earlier content finds the same revision again. Each node's
+admission (``ManagedNode.spec.configsetRevisions[<configset>]``, a field nodes cannot write) names
+the revision its agent enforces; the agent reports the revision it applied in
+``status.configsets[].revision``.
+
+A node admitted to the target revision is *unavailable* until it reports that revision applied
+without error for ``minReadySeconds``; at most ``maxUnavailable`` nodes are unavailable at once.
+A node with no admission yet (new) gets the target at once. A failure at the target stops all
+further admissions when ``pauseOnFailure`` (the default) is set.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+REVISIONS_FIELD = "configsetRevisions"
+CONFIGSET_LABEL = "nodemanager.io/configset"
+STEERING = ("rollout", "paused")
+
+
+@dataclass(frozen=True)
+class Rollout:
+    max_unavailable: int | str = 1
+    pause_on_failure: bool = True
+    min_ready_seconds: int = 0
+
+    @classmethod
+    def of(cls, spec: Mapping[str, Any]) -> Rollout | None:
+        raw = spec.get("rollout")
+        if not isinstance(raw, Mapping):
+            return None
+        return cls(
+            raw.get("maxUnavailable", 1),
+            bool(raw.get("pauseOnFailure", True)),
+            int(raw.get("minReadySeconds") or 0),
+        )
+
+    def budget(self, matched: int) -> int:
+        """maxUnavailable as a node count: a percentage rounds down, and never below 1."""
+        value = self.max_unavailable
+        if isinstance(value, str) and value.endswith("%"):
+            count = math.floor(matched * int(value[:-1]) / 100)
+        else:
+            count = int(value)
+        return max(1, count)
+
+
+def content(spec: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in spec.items() if k not in STEERING}
+
+
+def revision_name(configset: str, spec: Mapping[str, Any]) -> str:
+    digest = hashlib.sha256(
+        json.dumps(content(spec), sort_keys=True, separators=(",", ":")).encode()
+    ).hexdigest()
+    return f"{configset}-{digest[:10]}"
+
+
+def revision_object(cs: Mapping[str, Any], namespace: str, number: int) -> dict[str, Any]:
+    meta = cs.get("metadata") or {}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ControllerRevision",
+        "metadata": {
+            "name": revision_name(meta["name"], cs.get("spec") or {}),
+            "namespace": namespace,
+            "labels": {CONFIGSET_LABEL: meta["name"]},
+            "ownerReferences": [
+                {
+                    "apiVersion": "common.nodemanager/v1",
+                    "kind": "ConfigSet",
+                    "name": meta["name"],
+                    "uid": meta.get("uid", ""),
+                }
+            ],
+        },
+        "data": {"spec": content(cs.get("spec") or {})},
+        "revision": number,
+    }
+
+
+@dataclass(frozen=True)
+class NodeState:
+    name: str
+    admitted: str | None  # the revision name in its ManagedNode spec
+    reported: str | None  # the revision its agent reports applied
+    error: str
+    last_applied: str | None
+
+
+@dataclass
+class Plan:
+    target: str
+    admit: list[str] = field(default_factory=list)  # nodes to admit to the target now
+    updated: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    unavailable: list[str] = field(default_factory=list)
+    waiting: list[str] = field(default_factory=list)  # not admitted to the target yet
+    halted_by_failure: bool = False
+
+
+def _ready_since(last_applied: str | None, now: dt.datetime, seconds: int) -> bool:
+    if seconds <= 0:
+        return True
+    if not last_applied:
+        return False
+    since = dt.datetime.fromisoformat(last_applied.replace("Z", "+00:00"))
+    return (now - since).total_seconds() >= seconds
+
+
+def plan(
+    target: str,
+    rollout: Rollout,
+    nodes: Sequence[NodeState],
+    *,
+    paused: bool,
+    now: dt.datetime,
+) -> Plan:
+    """Which nodes to admit to ``target`` now, and where every matched node stands."""
+    p = Plan(target)
+    broken: list[str] = []
+    for n in sorted(nodes, key=lambda n: n.name):
+        if n.admitted is None:
+            p.admit.append(n.name)  # a new node gets the current revision at once
+            p.unavailable.append(n.name)
+        elif n.admitted != target:
+            if n.error or n.reported != n.admitted:  # broken or busy at an older revision
+                broken.append(n.name)
+                p.unavailable.append(n.name)
+            else:
+                p.waiting.append(n.name)
+        elif n.reported == target and n.error:
+            p.failed.append(n.name)
+            p.unavailable.append(n.name)
+        elif n.reported == target and _ready_since(n.last_applied, now, rollout.min_ready_seconds):
+            p.updated.append(n.name)
+        else:
+            p.unavailable.append(n.name)
+    p.halted_by_failure = bool(p.failed) and rollout.pause_on_failure
+    if paused or p.halted_by_failure:
+        p.waiting = broken + p.waiting
+        return p
+    # Moving an already unavailable node costs no availability: those go first, always.
+    p.admit.extend(broken)
+    room = rollout.budget(len(nodes)) - len(p.unavailable)
+    if room > 0:
+        p.admit.extend(p.waiting[:room])
+        p.unavailable.extend(p.waiting[:room])
+        p.waiting = p.waiting[room:]
+    return p
+
+
+def undo_target(
+    revisions: Sequence[Mapping[str, Any]], current: str, to_revision: int = 0
+) -> Mapping[str, Any]:
+    """The revision `rollout undo` goes back to: ``to_revision``, or the one before the current.
+
+    Raises ValueError with a message for the command line."""
+    by_number = sorted(revisions, key=lambda r: int(r.get("revision") or 0))
+    if to_revision:
+        for r in by_number:
+            if int(r.get("revision") or 0) == to_revision:
+                return r
+        raise ValueError(f"unable to find the specified revision {to_revision}")
+    numbers = {r["metadata"]["name"]: int(r.get("revision") or 0) for r in by_number}
+    now = numbers.get(current, max(numbers.values(), default=0))
+    earlier = [r for r in by_number if int(r.get("revision") or 0) < now]
+    if not earlier:
+        raise ValueError("no rollout history found: there is no earlier revision")
+    return earlier[-1]
+
+
+def progress(cs: Mapping[str, Any]) -> tuple[str, str]:
+    """(state, message) of a ConfigSet's rollout as `rollout status` prints it.
+
+    state is "done", "failed", "paused" or "waiting"."""
+    meta, status = cs.get("metadata") or {}, cs.get("status") or {}
+    name = meta.get("name", "")
+    conditions = {c.get("type"): c for c in status.get("conditions") or []}
+    if int(status.get("observedGeneration") or -1) < int(meta.get("generation") or 0):
+        return "waiting", f'Waiting for configset "{name}" spec update to be observed...'
+    matched, updated = int(status.get("matched") or 0), int(status.get("updated") or 0)
+    if (conditions.get("Degraded") or {}).get("status") == "True":
+        return (
+            "failed",
+            f'configset "{name}" rollout failed: {conditions["Degraded"].get("message", "")}',
+        )
+    if (conditions.get("Paused") or {}).get("status") == "True":
+        return (
+            "paused",
+            f'configset "{name}" rollout is paused ({updated} of {matched} nodes updated)',
+        )
+    if updated < matched or int(status.get("pending") or 0):
+        return (
+            "waiting",
+            f'Waiting for configset "{name}" rollout to finish: '
+            f"{updated} of {matched} updated nodes...",
+        )
+    return "done", f'configset "{name}" successfully rolled out'

@@ -1,0 +1,113 @@
+"""Drives staged rollouts through the API: revisions, admissions, and the rollout's counts."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from nodemanager.controller import rollout
+from nodemanager.controller.summary import Counts, NodeView, selector_only
+from nodemanager.desired.select import matches
+from nodemanager.kube.errors import KubeError
+from nodemanager.kube.fleet import FleetClient
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    counts: Counts
+    extra: dict[str, Any]
+    halted: str  # why admissions stopped after a failure; empty otherwise
+
+
+def _admitted(node: Mapping[str, Any], configset: str) -> str | None:
+    revisions = (node.get("spec") or {}).get(rollout.REVISIONS_FIELD) or {}
+    value = revisions.get(configset)
+    return str(value) if value else None
+
+
+def sync(
+    fleet: FleetClient,
+    namespace: str,
+    cs: Mapping[str, Any],
+    settings: rollout.Rollout,
+    nodes: Sequence[Mapping[str, Any]],
+    revisions: Sequence[Mapping[str, Any]],
+    last_target: str | None,
+) -> Outcome:
+    """One rollout step for one ConfigSet; returns what its status should say."""
+    meta, spec = cs.get("metadata") or {}, cs.get("spec") or {}
+    name = meta["name"]
+    target = rollout.revision_name(name, spec)
+    mine = {r["metadata"]["name"]: int(r.get("revision") or 0) for r in revisions}
+    newest = max(mine.values(), default=0)
+    if target not in mine:
+        fleet.create_revision(rollout.revision_object(cs, namespace, newest + 1))
+        mine[target] = newest + 1
+        log.info("ConfigSet %s: revision %d (%s)", name, newest + 1, target)
+    elif mine[target] < newest and last_target != target:
+        fleet.renumber_revision(target, newest + 1)  # earlier content is back (undo)
+        mine[target] = newest + 1
+        log.info("ConfigSet %s: revision %s is current again as %d", name, target, newest + 1)
+
+    selector = selector_only(cs)
+    states = []
+    for node in nodes:
+        view = NodeView.from_dict(node)
+        if selector is None or not matches(selector, view.labels):
+            continue
+        entry = view.entries.get(name) or {}
+        states.append(
+            rollout.NodeState(
+                view.name,
+                _admitted(node, name),
+                entry.get("revision"),
+                str(entry.get("error") or ""),
+                entry.get("lastApplied"),
+            )
+        )
+    p = rollout.plan(
+        target, settings, states, paused=bool(spec.get("paused")), now=dt.datetime.now(dt.UTC)
+    )
+    for node_name in p.admit:
+        try:
+            fleet.admit(node_name, rollout.REVISIONS_FIELD, name, target)
+            log.info("ConfigSet %s: admitted %s to %s", name, node_name, target)
+        except KubeError as e:
+            log.warning("ConfigSet %s: cannot admit %s: %s", name, node_name, e)
+    matched = sorted(s.name for s in states)
+    done = set(p.updated) | set(p.failed)
+    counts = Counts(
+        matched,
+        p.updated,
+        p.failed,
+        [n for n in matched if n not in done],
+        _conflicts(states, nodes, name),
+    )
+    halted = (
+        f"rollout of revision {mine[target]} stopped: failed on {', '.join(p.failed[:10])}"
+        if p.halted_by_failure
+        else ""
+    )
+    extra = {
+        "updateRevision": target,
+        "revision": mine[target],
+        "unavailable": len(p.unavailable),
+    }
+    return Outcome(counts, extra, halted)
+
+
+def _conflicts(
+    states: Sequence[rollout.NodeState], nodes: Sequence[Mapping[str, Any]], name: str
+) -> list[str]:
+    wanted = {s.name for s in states}
+    found: set[str] = set()
+    for node in nodes:
+        view = NodeView.from_dict(node)
+        if view.name in wanted:
+            found.update((view.entries.get(name) or {}).get("conflicts") or ())
+    return sorted(found)

@@ -1,0 +1,176 @@
+"""A ConfigSet's status, summarised from the ManagedNodes it selects (pure; the MCO pattern).
+
+A node is *matched* when the ConfigSet's selector matches its labels. It is *updated* when its
+agent reports this ConfigSet at the current generation without an error, *failed* when it
+reports the current generation with an error, and *pending* otherwise (not reported yet, or an
+older generation). Agents report ``generation`` rather than ``resourceVersion`` here on purpose:
+the controller's own status writes change the resourceVersion but not the generation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from nodemanager.api import ConfigSet, InvalidObject
+from nodemanager.controller.conditions import by_type, condition
+from nodemanager.desired.select import matches
+
+FAILED_NAMES_LIMIT = 10
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """What the controller needs of one ManagedNode."""
+
+    name: str
+    labels: Mapping[str, str]
+    entries: Mapping[str, Mapping[str, Any]]  # ConfigSet name -> status.configsets[] entry
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> NodeView:
+        meta = raw.get("metadata") or {}
+        entries = {
+            e["name"]: e for e in (raw.get("status") or {}).get("configsets") or [] if "name" in e
+        }
+        return cls(meta.get("name", ""), meta.get("labels") or {}, entries)
+
+
+def selector_only(raw: Mapping[str, Any]) -> ConfigSet | None:
+    """The ConfigSet parsed for selection only, so an invalid spec elsewhere still selects
+    (its nodes report it as InvalidSpec, and those reports must be counted)."""
+    spec = raw.get("spec") or {}
+    try:
+        return ConfigSet.from_dict(
+            {"metadata": raw.get("metadata") or {}, "spec": {"selector": spec["selector"]}}
+            if spec.get("selector") is not None
+            else {"metadata": raw.get("metadata") or {}}
+        )
+    except InvalidObject:
+        return None
+
+
+@dataclass(frozen=True)
+class Counts:
+    matched: list[str]
+    updated: list[str]
+    failed: list[str]
+    pending: list[str]
+    conflicts: list[str]
+
+
+def count(raw: Mapping[str, Any], nodes: Sequence[NodeView]) -> Counts:
+    meta = raw.get("metadata") or {}
+    name, generation = meta.get("name", ""), int(meta.get("generation") or 0)
+    selector = selector_only(raw)
+    matched: list[str] = []
+    updated: list[str] = []
+    failed: list[str] = []
+    pending: list[str] = []
+    conflicts: set[str] = set()
+    for node in nodes:
+        if selector is None or not matches(selector, node.labels):
+            continue
+        matched.append(node.name)
+        entry = node.entries.get(name)
+        current = entry is not None and int(entry.get("generation") or 0) >= generation
+        if entry is not None and current and entry.get("error"):
+            failed.append(node.name)
+        elif current:
+            updated.append(node.name)
+        else:
+            pending.append(node.name)
+        if entry is not None:
+            conflicts.update(entry.get("conflicts") or ())
+    return Counts(sorted(matched), updated, sorted(failed), pending, sorted(conflicts))
+
+
+def configset_status(
+    raw: Mapping[str, Any],
+    nodes: Sequence[NodeView],
+    *,
+    now: str,
+    extra: Mapping[str, Any] | None = None,
+    counts: Counts | None = None,
+    halted: str = "",
+) -> dict[str, Any]:
+    """The status the controller wants for one ConfigSet.
+
+    A staged rollout passes its own ``counts`` (by revision), ``extra`` fields and, when a
+    failure stopped it, ``halted`` (the message of the Paused condition)."""
+    meta, spec = raw.get("metadata") or {}, raw.get("spec") or {}
+    generation = int(meta.get("generation") or 0)
+    previous = by_type((raw.get("status") or {}).get("conditions"))
+    c = counts or count(raw, nodes)
+    paused = bool(spec.get("paused")) or bool(halted)
+    failed_names = c.failed[:FAILED_NAMES_LIMIT]
+    more = (
+        f" and {len(c.failed) - len(failed_names)} more"
+        if len(c.failed) > len(failed_names)
+        else ""
+    )
+    if paused:
+        why = halted or "spec.paused is set"
+        progressing = ("False", "RolloutFailed" if halted else "Paused", why)
+    elif c.pending:
+        progressing = (
+            "True",
+            "NodesUpdating",
+            f"{len(c.pending)} of {len(c.matched)} nodes pending",
+        )
+    else:
+        progressing = (
+            "False",
+            "AllNodesReported",
+            f"{len(c.updated)} of {len(c.matched)} nodes updated",
+        )
+    conditions = [
+        condition(
+            previous, "Progressing", progressing[0], progressing[1], progressing[2], generation, now
+        ),
+        condition(
+            previous,
+            "Degraded",
+            bool(c.failed),
+            "ApplyFailed" if c.failed else "AsExpected",
+            f"failed on {', '.join(failed_names)}{more}" if c.failed else "",
+            generation,
+            now,
+        ),
+        condition(
+            previous,
+            "Conflicted",
+            bool(c.conflicts),
+            "ConflictingDeclarations" if c.conflicts else "NoConflicts",
+            ", ".join(c.conflicts[:20]),
+            generation,
+            now,
+        ),
+        condition(
+            previous,
+            "Paused",
+            paused,
+            ("RolloutFailed" if halted else "Paused") if paused else "NotPaused",
+            halted or ("spec.paused is set" if paused else ""),
+            generation,
+            now,
+        ),
+    ]
+    status: dict[str, Any] = {
+        "observedGeneration": generation,
+        "matched": len(c.matched),
+        "updated": len(c.updated),
+        "failed": len(c.failed),
+        "pending": len(c.pending),
+        "failedNodes": failed_names,
+        **(extra or {}),
+        "conditions": conditions,
+    }
+    return status
+
+
+def differs(wanted: Mapping[str, Any], current: Mapping[str, Any] | None) -> bool:
+    """Whether writing ``wanted`` changes anything the controller owns in ``current``."""
+    current = current or {}
+    return any(current.get(k) != v for k, v in wanted.items())

@@ -1,0 +1,132 @@
+"""The controller's writes: ConfigSet status, a ManagedNode's Ready condition, per-node Roles.
+
+Every write is a merge patch with field manager ``nodemanager-controller``. The ManagedNode
+condition patch carries the resourceVersion the controller computed from, so it fails with a
+409 (and is recomputed from a fresher cache) instead of overwriting a status the agent wrote
+in between.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from nodemanager.kube.client import ClientFactory
+from nodemanager.kube.errors import translate
+from nodemanager.kube.nodes import GROUP, VERSION
+
+CONTROLLER_MANAGER = "nodemanager-controller"
+
+
+class FleetClient:
+    def __init__(self, clients: ClientFactory, namespace: str) -> None:
+        self.clients, self.namespace = clients, namespace
+
+    def _custom(self) -> client.CustomObjectsApi:
+        return client.CustomObjectsApi(self.clients.get())
+
+    def patch_configset_status(self, name: str, status: Mapping[str, Any]) -> None:
+        try:
+            self._custom().patch_namespaced_custom_object_status(
+                GROUP,
+                VERSION,
+                self.namespace,
+                "configsets",
+                name,
+                {"status": dict(status)},
+                field_manager=CONTROLLER_MANAGER,
+            )
+        except ApiException as e:
+            raise translate(e) from e
+
+    def patch_node_conditions(
+        self, name: str, resource_version: str, conditions: list[dict[str, Any]]
+    ) -> None:
+        body = {
+            "metadata": {"resourceVersion": resource_version},
+            "status": {"conditions": conditions},
+        }
+        try:
+            self._custom().patch_namespaced_custom_object_status(
+                GROUP,
+                VERSION,
+                self.namespace,
+                "managednodes",
+                name,
+                body,
+                field_manager=CONTROLLER_MANAGER,
+            )
+        except ApiException as e:
+            raise translate(e) from e
+
+    def put_role(self, role: dict[str, Any]) -> None:
+        """Create or replace a Role the controller wholly owns."""
+        rbac = client.RbacAuthorizationV1Api(self.clients.get())
+        name = role["metadata"]["name"]
+        try:
+            rbac.replace_namespaced_role(
+                name, self.namespace, role, field_manager=CONTROLLER_MANAGER
+            )
+        except ApiException as e:
+            if e.status != 404:
+                raise translate(e) from e
+            try:
+                rbac.create_namespaced_role(self.namespace, role, field_manager=CONTROLLER_MANAGER)
+            except ApiException as e2:
+                raise translate(e2) from e2
+
+    def create_binding(self, binding: dict[str, Any]) -> None:
+        """Create a RoleBinding; one that exists is left alone (its roleRef cannot change)."""
+        rbac = client.RbacAuthorizationV1Api(self.clients.get())
+        try:
+            rbac.create_namespaced_role_binding(
+                self.namespace, binding, field_manager=CONTROLLER_MANAGER
+            )
+        except ApiException as e:
+            if e.status != 409:
+                raise translate(e) from e
+
+    def create_revision(self, revision: dict[str, Any]) -> None:
+        try:
+            client.AppsV1Api(self.clients.get()).create_namespaced_controller_revision(
+                self.namespace, revision, field_manager=CONTROLLER_MANAGER
+            )
+        except ApiException as e:
+            if e.status != 409:  # same content, same name: it is already there
+                raise translate(e) from e
+
+    def renumber_revision(self, name: str, number: int) -> None:
+        """Make an earlier revision the newest again (its content came back, e.g. by undo)."""
+        try:
+            client.AppsV1Api(self.clients.get()).patch_namespaced_controller_revision(
+                name, self.namespace, {"revision": number}, field_manager=CONTROLLER_MANAGER
+            )
+        except ApiException as e:
+            raise translate(e) from e
+
+    def admit(self, node: str, field: str, configset: str, revision: str) -> None:
+        """Admit a node to a revision: a ManagedNode spec field that nodes may not write."""
+        try:
+            self._custom().patch_namespaced_custom_object(
+                GROUP,
+                VERSION,
+                self.namespace,
+                "managednodes",
+                node,
+                {"spec": {field: {configset: revision}}},
+                field_manager=CONTROLLER_MANAGER,
+            )
+        except ApiException as e:
+            raise translate(e) from e
+
+    def delete_rbac(self, name: str) -> None:
+        rbac = client.RbacAuthorizationV1Api(self.clients.get())
+        for delete in (rbac.delete_namespaced_role_binding, rbac.delete_namespaced_role):
+            try:
+                delete(name, self.namespace)
+            except ApiException as e:
+                if e.status != 404:
+                    raise translate(e) from e

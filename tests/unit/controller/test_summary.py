@@ -1,0 +1,94 @@
+"""ConfigSet status from node reports: counts, failed names, conditions, stable times."""
+
+from __future__ import annotations
+
+from nodemanager.controller.summary import NodeView, configset_status, differs
+
+
+def configset(generation=2, paused=False, status=None):
+    return {
+        "metadata": {"name": "web", "generation": generation},
+        "spec": {"selector": {"matchLabels": {"role": "web"}}, "paused": paused},
+        "status": status or {},
+    }
+
+
+def node(name, role="web", generation=None, error="", conflicts=()):
+    entries = []
+    if generation is not None:
+        entries.append(
+            {"name": "web", "generation": generation, "error": error, "conflicts": list(conflicts)}
+        )
+    return NodeView.from_dict(
+        {
+            "metadata": {"name": name, "labels": {"role": role}},
+            "status": {"configsets": entries},
+        }
+    )
+
+
+def conditions(status):
+    return {c["type"]: c for c in status["conditions"]}
+
+
+def test_counts_matched_updated_failed_pending():
+    nodes = [
+        node("a", generation=2),
+        node("b", generation=2, error="file:/etc/x: denied"),
+        node("c", generation=1),  # an older generation: still pending
+        node("d"),  # not reported at all
+        node("e", role="db", generation=2),  # not selected
+    ]
+    status = configset_status(configset(), nodes, now="2026-01-01T00:00:00Z")
+    assert (status["matched"], status["updated"], status["failed"], status["pending"]) == (
+        4,
+        1,
+        1,
+        2,
+    )
+    assert status["failedNodes"] == ["b"]
+    assert status["observedGeneration"] == 2
+    c = conditions(status)
+    assert c["Degraded"]["status"] == "True" and "b" in c["Degraded"]["message"]
+    assert c["Progressing"]["status"] == "True"
+    assert c["Paused"]["status"] == "False"
+
+
+def test_failed_names_are_capped_at_ten_with_a_count_of_the_rest():
+    nodes = [node(f"n{i:02d}", generation=2, error="boom") for i in range(13)]
+    status = configset_status(configset(), nodes, now="t")
+    assert status["failed"] == 13
+    assert status["failedNodes"] == [f"n{i:02d}" for i in range(10)]
+    assert "and 3 more" in conditions(status)["Degraded"]["message"]
+
+
+def test_all_updated_is_not_progressing_and_conflicts_are_named():
+    nodes = [node("a", generation=2, conflicts=["file:/etc/x"]), node("b", generation=3)]
+    c = conditions(configset_status(configset(), nodes, now="t"))
+    assert c["Progressing"]["status"] == "False"
+    assert c["Conflicted"]["status"] == "True" and c["Conflicted"]["message"] == "file:/etc/x"
+
+
+def test_paused_condition_follows_spec_paused():
+    c = conditions(configset_status(configset(paused=True), [node("a")], now="t"))
+    assert c["Paused"]["status"] == "True"
+    assert c["Progressing"]["reason"] == "Paused"
+
+
+def test_same_reports_give_the_same_status_so_nothing_is_written_again():
+    nodes = [node("a", generation=2)]
+    first = configset_status(configset(), nodes, now="2026-01-01T00:00:00Z")
+    again = configset_status(configset(status=first), nodes, now="2026-01-01T00:05:00Z")
+    assert not differs(again, first)
+    # A transition moves only the condition that changed.
+    moved = configset_status(
+        configset(status=first), nodes + [node("b", generation=2, error="x")], now="later"
+    )
+    c = conditions(moved)
+    assert c["Degraded"]["lastTransitionTime"] == "later"
+    assert c["Paused"]["lastTransitionTime"] == "2026-01-01T00:00:00Z"
+
+
+def test_a_configset_without_selector_or_labels_matches_nothing():
+    raw = {"metadata": {"name": "web", "generation": 1}, "spec": {}}
+    assert configset_status(raw, [node("a", generation=1)], now="t")["matched"] == 0
