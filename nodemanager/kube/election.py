@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 
 from kubernetes import client
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 from nodemanager.kube.client import FIELD_MANAGER, ClientFactory
 from nodemanager.kube.errors import translate
@@ -107,6 +107,8 @@ class LeaderElector:
         if not self.leading.is_set() or self._lease is None:
             return
         lease = self._lease
+        if lease.spec is None:
+            return
         lease.spec.holder_identity = ""
         lease.spec.renew_time = dt.datetime.now(dt.UTC)
         lease.spec.lease_duration_seconds = 1

@@ -12,13 +12,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubernetes import client
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 from nodemanager.kube.client import ClientFactory
 from nodemanager.kube.errors import translate
 from nodemanager.kube.nodes import GROUP, VERSION
 
 CONTROLLER_MANAGER = "nodemanager-controller"
+
+
+def _body(obj: dict[str, Any]) -> Any:
+    """A plain dict as a request body: the client serialises dicts as they are, though its
+    hints name model classes."""
+    return obj
 
 
 class FleetClient:
@@ -68,13 +74,15 @@ class FleetClient:
         name = role["metadata"]["name"]
         try:
             rbac.replace_namespaced_role(
-                name, self.namespace, role, field_manager=CONTROLLER_MANAGER
+                name, self.namespace, _body(role), field_manager=CONTROLLER_MANAGER
             )
         except ApiException as e:
             if e.status != 404:
                 raise translate(e) from e
             try:
-                rbac.create_namespaced_role(self.namespace, role, field_manager=CONTROLLER_MANAGER)
+                rbac.create_namespaced_role(
+                    self.namespace, _body(role), field_manager=CONTROLLER_MANAGER
+                )
             except ApiException as e2:
                 raise translate(e2) from e2
 
@@ -83,7 +91,7 @@ class FleetClient:
         rbac = client.RbacAuthorizationV1Api(self.clients.get())
         try:
             rbac.create_namespaced_role_binding(
-                self.namespace, binding, field_manager=CONTROLLER_MANAGER
+                self.namespace, _body(binding), field_manager=CONTROLLER_MANAGER
             )
         except ApiException as e:
             if e.status != 409:
@@ -92,7 +100,7 @@ class FleetClient:
     def create_revision(self, revision: dict[str, Any]) -> None:
         try:
             client.AppsV1Api(self.clients.get()).create_namespaced_controller_revision(
-                self.namespace, revision, field_manager=CONTROLLER_MANAGER
+                self.namespace, _body(revision), field_manager=CONTROLLER_MANAGER
             )
         except ApiException as e:
             if e.status != 409:  # same content, same name: it is already there

@@ -4,10 +4,10 @@ resume, and put an earlier revision's content back (`undo`)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from kubernetes import client
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 from nodemanager.kube.client import ClientFactory
 from nodemanager.kube.errors import Conflict, translate
@@ -25,18 +25,20 @@ class RolloutClient:
 
     def configset(self, name: str) -> dict[str, Any]:
         try:
-            return dict(
-                self._custom().get_namespaced_custom_object(
-                    GROUP, VERSION, self.namespace, "configsets", name
-                )
+            found = self._custom().get_namespaced_custom_object(
+                GROUP, VERSION, self.namespace, "configsets", name
             )
+            return cast(dict[str, Any], found)
         except ApiException as e:
             raise translate(e) from e
 
     def nodes(self) -> list[dict[str, Any]]:
         try:
-            listing = self._custom().list_namespaced_custom_object(
-                GROUP, VERSION, self.namespace, "managednodes"
+            listing = cast(
+                dict[str, Any],
+                self._custom().list_namespaced_custom_object(
+                    GROUP, VERSION, self.namespace, "managednodes"
+                ),
             )
         except ApiException as e:
             raise translate(e) from e
