@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
@@ -98,13 +99,31 @@ class FleetClient:
                 raise translate(e) from e
 
     def create_revision(self, revision: dict[str, Any]) -> None:
+        """Create a ControllerRevision; one with the same name (same content) is left alone.
+
+        Sent as YAML on purpose: the API server then stores ``data`` as canonical JSON (sorted
+        keys, no spaces). Sent as the client's JSON, ``data`` keeps the client's spacing, and
+        any later patch of ``revision`` (undo renumbers) fails as a change of immutable data.
+        """
+        api = self.clients.get()
+        method, url, headers, body, _ = api.param_serialize(
+            "POST",
+            "/apis/apps/v1/namespaces/{namespace}/controllerrevisions",
+            path_params={"namespace": self.namespace},
+            query_params=[("fieldManager", CONTROLLER_MANAGER)],
+            header_params={"Content-Type": "application/yaml", "Accept": "application/json"},
+            body=yaml.safe_dump(revision),
+            auth_settings=["BearerToken"],
+        )
         try:
-            client.AppsV1Api(self.clients.get()).create_namespaced_controller_revision(
-                self.namespace, _body(revision), field_manager=CONTROLLER_MANAGER
-            )
+            response = api.call_api(method, url, header_params=headers, body=body)
+            response.read()
         except ApiException as e:
-            if e.status != 409:  # same content, same name: it is already there
+            if e.status != 409:
                 raise translate(e) from e
+            return
+        if response.status not in (200, 201, 409):  # 409: same content, same name: it exists
+            raise translate(ApiException(http_resp=response))
 
     def renumber_revision(self, name: str, number: int) -> None:
         """Make an earlier revision the newest again (its content came back, e.g. by undo)."""

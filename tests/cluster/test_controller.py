@@ -62,7 +62,7 @@ def controller(kubeconfig, fleet_ns, fleet_dir, agents) -> Iterator[ControllerPr
     c = ControllerProcess(
         kubeconfig, fleet_ns, fleet_dir, "--sync-period", f"{SYNC_PERIOD:g}s"
     ).start()
-    eventually(c.leading, timeout=30, message="controller ready")
+    eventually(c.leading, timeout=120, message="controller ready")
     yield c
     assert c.stop() == 0
 
@@ -190,6 +190,170 @@ def test_printer_columns_show_matched_updated_failed(kubeconfig, fleet_ns, api, 
     ).stdout
     header = out.splitlines()[0].split()
     assert header[:5] == ["NAME", "MATCHED", "UPDATED", "FAILED", "AGE"], out
+
+
+class BetweenWatch:
+    """Watches every ManagedNode; records the most nodes ever seen between revisions at once
+    (admitted to one revision, reporting another) for one ConfigSet."""
+
+    def __init__(self, api, ns, configset):
+        self.configset, self.most, self.nodes = configset, 0, {}
+        self._stop = threading.Event()
+        self._w = watch.Watch()
+        threading.Thread(target=self._run, args=(api, ns), daemon=True).start()
+
+    def _run(self, api, ns):
+        try:
+            for event in self._w.stream(
+                client.CustomObjectsApi(api).list_namespaced_custom_object,
+                GROUP,
+                VERSION,
+                ns,
+                "managednodes",
+                timeout_seconds=600,
+            ):
+                obj = event["object"]
+                admitted = ((obj.get("spec") or {}).get("configsetRevisions") or {}).get(
+                    self.configset
+                )
+                entry = next(
+                    (
+                        e
+                        for e in (obj.get("status") or {}).get("configsets") or []
+                        if e["name"] == self.configset
+                    ),
+                    {},
+                )
+                self.nodes[obj["metadata"]["name"]] = (admitted, entry.get("revision"))
+                between = sum(1 for a, r in self.nodes.values() if a and a != r)
+                self.most = max(self.most, between)
+                if self._stop.is_set():
+                    return
+        except Exception:
+            if not self._stop.is_set():
+                raise
+
+    def stop(self):
+        self._stop.set()
+        self._w.stop()
+
+
+def nm(kubeconfig, ns, *args):
+    import subprocess
+
+    from tests.cluster.agent import NODEMANAGER
+
+    return subprocess.run(
+        [NODEMANAGER, "rollout", *args, "--kubeconfig", kubeconfig, "-n", ns],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def rollout_status(api, ns, name):
+    return get(api, ns, "configsets", name).get("status") or {}
+
+
+def syncs(controller) -> float:
+    import re
+    import urllib.request
+
+    with urllib.request.urlopen(
+        f"http://127.0.0.1:{controller.metrics_port}/metrics", timeout=5
+    ) as r:
+        text = r.read().decode()
+    return float(re.search(r"^nodemanager_controller_syncs_total (\S+)$", text, re.M).group(1))
+
+
+def after_more_syncs(controller, n=3):
+    """Wait until the controller synced the fleet ``n`` more times (it had every chance to act)."""
+    start = syncs(controller)
+    eventually(lambda: syncs(controller) >= start + n, timeout=60)
+
+
+def test_staged_rollout_one_node_at_a_time_failure_undo_pause_resume(
+    api, kubeconfig, fleet_ns, fleet_dir, agents, controller
+):
+    name = "staged"
+    spec = {
+        "selector": {"matchLabels": {"role": "web"}},
+        "rollout": {"maxUnavailable": 1},
+        "files": [{"path": str(fleet_dir / "staged"), "content": "v1\n"}],
+    }
+    put_configset(api, fleet_ns, name, spec)
+
+    def settled(revision):
+        def check():
+            s = rollout_status(api, fleet_ns, name)
+            assert s.get("revision") == revision and s.get("updated") == 5, s
+            return s
+
+        return check
+
+    # New nodes get the first revision at once.
+    first = eventually(settled(1), timeout=90, message="revision 1 on all nodes")["updateRevision"]
+
+    # A good change: never more than one node between revisions.
+    watcher = BetweenWatch(api, fleet_ns, name)
+    try:
+        spec["files"] = [{"path": str(fleet_dir / "staged"), "content": "v2\n"}]
+        put_configset(api, fleet_ns, name, spec)
+        good = eventually(settled(2), timeout=120, message="revision 2 on all nodes")
+    finally:
+        watcher.stop()
+    assert watcher.most == 1, watcher.nodes
+    assert nm(kubeconfig, fleet_ns, "status", f"configset/{name}").returncode == 0
+
+    # A failing change stops after the first node, and the ConfigSet is Degraded.
+    spec["files"] = [
+        {"path": str(fleet_dir / "staged"), "template": "{{ node.labels['missing'] }}"}
+    ]
+    put_configset(api, fleet_ns, name, spec)
+
+    def degraded():
+        cs = get(api, fleet_ns, "configsets", name)
+        s = cs.get("status") or {}
+        assert s.get("revision") == 3 and s.get("failed") == 1, s
+        assert cond(cs, "Degraded")["status"] == "True"
+        assert cond(cs, "Paused")["reason"] == "RolloutFailed"
+        return s
+
+    bad = eventually(degraded, timeout=90, message="Degraded after the first node")
+    after_more_syncs(controller)
+    nodes = {n: get(api, fleet_ns, "managednodes", n) for n in HOSTS}
+    admitted = {n: m["spec"]["configsetRevisions"][name] for n, m in nodes.items()}
+    assert sorted(admitted.values()) == sorted(
+        [bad["updateRevision"]] + [good["updateRevision"]] * 4
+    )
+    assert rollout_status(api, fleet_ns, name)["failedNodes"] == bad["failedNodes"]
+    failed = nm(kubeconfig, fleet_ns, "status", f"configset/{name}", "--watch", "false")
+    assert failed.returncode == 1 and "rollout failed" in failed.stdout, failed
+
+    # undo goes back to revision 2's content: the failed node returns to it.
+    undone = nm(kubeconfig, fleet_ns, "undo", f"configset/{name}")
+    assert undone.returncode == 0, undone.stderr
+    back = eventually(settled(4), timeout=90, message="undo applied on all nodes")
+    assert back["updateRevision"] == good["updateRevision"]
+    assert back["failed"] == 0
+    history = nm(kubeconfig, fleet_ns, "history", f"configset/{name}")
+    assert good["updateRevision"] in history.stdout and first in history.stdout
+
+    # pause: a new revision is created, nobody is admitted; resume rolls it out.
+    assert nm(kubeconfig, fleet_ns, "pause", f"configset/{name}").returncode == 0
+    spec["paused"] = True
+    spec["files"] = [{"path": str(fleet_dir / "staged"), "content": "v5\n"}]
+    put_configset(api, fleet_ns, name, spec)
+    eventually(lambda: rollout_status(api, fleet_ns, name).get("revision") == 5, timeout=60)
+    after_more_syncs(controller)
+    s = rollout_status(api, fleet_ns, name)
+    assert s["updated"] == 0 and s["unavailable"] == 0, s
+    assert cond(get(api, fleet_ns, "configsets", name), "Paused")["reason"] == "Paused"
+    assert nm(kubeconfig, fleet_ns, "resume", f"configset/{name}").returncode == 0
+    done = nm(kubeconfig, fleet_ns, "status", f"configset/{name}", "--timeout", "120s")
+    assert done.returncode == 0 and "successfully rolled out" in done.stdout, done
+    eventually(settled(5), timeout=30)
+    assert (fleet_dir / "staged").read_text() == "v5\n"
 
 
 def test_killed_agent_is_ready_unknown_within_a_minute_and_true_when_back(

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.cluster
 @pytest.fixture
 def controller(kubeconfig, namespace, tmp_path) -> Iterator[ControllerProcess]:
     c = ControllerProcess(kubeconfig, namespace, tmp_path, "--sync-period", "1s").start()
-    eventually(c.leading, timeout=30, message="controller ready")
+    eventually(c.leading, timeout=120, message="controller ready")
     yield c
     assert c.stop() == 0
 

@@ -182,8 +182,11 @@ def test_printer_columns_and_short_names(kubeconfig, api_client, namespace):
     assert row.split()[:2] == ["web1", "alpine"] and "True" in row and "0.1.0" in row
     sets = kubectl(kubeconfig, "-n", namespace, "get", "cset")
     assert sets.returncode == 0, sets.stderr
-    assert sets.stdout.splitlines()[0].split()[:2] == ["NAME", "WEIGHT"]
-    assert sets.stdout.splitlines()[1].split()[:2] == ["weighted", "7"]
+    assert sets.stdout.splitlines()[0].split() == ["NAME", "MATCHED", "UPDATED", "FAILED", "AGE"]
+    assert sets.stdout.splitlines()[1].split()[0] == "weighted"
+    wide = kubectl(kubeconfig, "-n", namespace, "get", "cset", "-o", "wide")
+    header, row = wide.stdout.splitlines()[:2]
+    assert row[header.index("WEIGHT") :].split()[0] == "7", wide.stdout
 
 
 def test_kubectl_explain_has_field_descriptions(kubeconfig):

@@ -1,0 +1,106 @@
+"""The rollout planner: admissions at most maxUnavailable at a time, failures halt, undo."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from nodemanager.controller.rollout import (
+    NodeState,
+    Rollout,
+    plan,
+    progress,
+    revision_name,
+    undo_target,
+)
+
+NOW = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
+
+
+def at(name, admitted, reported=None, error="", last_applied="2026-01-01T11:00:00Z"):
+    return NodeState(name, admitted, reported, error, last_applied)
+
+
+def test_revision_names_ignore_rollout_steering_and_follow_content():
+    a = revision_name("web", {"files": [{"path": "/x"}], "rollout": {"maxUnavailable": 1}})
+    b = revision_name("web", {"files": [{"path": "/x"}], "paused": True})
+    c = revision_name("web", {"files": [{"path": "/y"}]})
+    assert a == b != c and a.startswith("web-")
+
+
+def test_one_node_at_a_time_and_the_next_after_it_reports():
+    nodes = [at(f"n{i}", "r1", "r1") for i in range(4)]
+    p = plan("r2", Rollout(1), nodes, paused=False, now=NOW)
+    assert p.admit == ["n0"] and p.waiting == ["n1", "n2", "n3"]
+    nodes[0] = at("n0", "r2", "r1")  # admitted, not reported yet: still unavailable
+    assert plan("r2", Rollout(1), nodes, paused=False, now=NOW).admit == []
+    nodes[0] = at("n0", "r2", "r2")
+    p = plan("r2", Rollout(1), nodes, paused=False, now=NOW)
+    assert p.admit == ["n1"] and p.updated == ["n0"]
+
+
+def test_percentages_round_down_but_never_below_one():
+    assert Rollout("50%").budget(5) == 2
+    assert Rollout("10%").budget(5) == 1
+    assert Rollout(3).budget(5) == 3
+
+
+def test_new_nodes_get_the_current_revision_at_once():
+    nodes = [at("new-a", None), at("new-b", None), at("old", "r1", "r1")]
+    p = plan("r2", Rollout(1), nodes, paused=False, now=NOW)
+    assert p.admit == ["new-a", "new-b"] and p.waiting == ["old"]
+
+
+def test_a_failure_halts_admissions_and_undo_readmits_the_failed_node_first():
+    nodes = [at("n0", "r2", "r2", error="boom"), at("n1", "r1", "r1"), at("n2", "r1", "r1")]
+    p = plan("r2", Rollout(3), nodes, paused=False, now=NOW)
+    assert p.failed == ["n0"] and p.halted_by_failure and p.admit == []
+    # Going back to r1: the broken node moves back at once; the others are already there.
+    p = plan("r1", Rollout(1), nodes, paused=False, now=NOW)
+    assert p.admit == ["n0"] and sorted(p.updated) == ["n1", "n2"]
+    # Without pauseOnFailure the failed node only uses up the budget.
+    p = plan("r2", Rollout(2, pause_on_failure=False), nodes, paused=False, now=NOW)
+    assert not p.halted_by_failure and p.admit == ["n1"]
+
+
+def test_paused_admits_no_existing_node():
+    nodes = [at("n0", "r1", "r1"), at("n1", None)]
+    p = plan("r2", Rollout(5), nodes, paused=True, now=NOW)
+    assert p.admit == ["n1"] and p.waiting == ["n0"]
+
+
+def test_min_ready_seconds_keep_a_node_unavailable():
+    nodes = [at("n0", "r2", "r2", last_applied="2026-01-01T11:59:50Z"), at("n1", "r1", "r1")]
+    p = plan("r2", Rollout(1, min_ready_seconds=30), nodes, paused=False, now=NOW)
+    assert p.updated == [] and p.admit == []
+    p = plan("r2", Rollout(1, min_ready_seconds=5), nodes, paused=False, now=NOW)
+    assert p.updated == ["n0"] and p.admit == ["n1"]
+
+
+def rev(name, number):
+    return {"metadata": {"name": name}, "revision": number}
+
+
+def test_undo_goes_to_the_previous_revision_or_the_one_asked_for():
+    revisions = [rev("a", 1), rev("b", 2), rev("c", 3)]
+    assert undo_target(revisions, "c")["metadata"]["name"] == "b"
+    assert undo_target(revisions, "c", 1)["metadata"]["name"] == "a"
+    with pytest.raises(ValueError, match="revision 7"):
+        undo_target(revisions, "c", 7)
+    with pytest.raises(ValueError, match="no rollout history"):
+        undo_target([rev("a", 1)], "a")
+
+
+def test_progress_words_follow_the_status():
+    cs = {"metadata": {"name": "web", "generation": 2}, "status": {"observedGeneration": 1}}
+    assert progress(cs)[0] == "waiting"
+    cs["status"] = {"observedGeneration": 2, "matched": 3, "updated": 1, "pending": 2}
+    assert progress(cs) == (
+        "waiting",
+        'Waiting for configset "web" rollout to finish: 1 of 3 updated nodes...',
+    )
+    cs["status"] = {"observedGeneration": 2, "matched": 3, "updated": 3, "pending": 0}
+    assert progress(cs)[0] == "done"
+    cs["status"]["conditions"] = [{"type": "Degraded", "status": "True", "message": "failed on n0"}]
+    assert progress(cs) == ("failed", 'configset "web" rollout failed: failed on n0')
