@@ -7,7 +7,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -338,24 +338,9 @@ def _emit(documents: list[Any], output_format: str) -> None:
         click.echo(yaml.safe_dump_all(documents, sort_keys=False), nl=False)
 
 
-def _log_handler(log_format: str) -> None:
-    handler = logging.StreamHandler()
-    handler.setFormatter(
-        JsonFormatter()
-        if log_format == "json"
-        else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
-    )
-    logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
-
-
 @main.command()
-@click.option(
-    "--kubeconfig",
-    default=os.path.expanduser("~/.kube/config"),
-    show_default=True,
-    help="Kubeconfig file; in a pod without it, the in-cluster service account.",
-)
-@click.option("--namespace", default="nodemanager", show_default=True)
+@_kubeconfig_option("Kubeconfig file; in a pod without it, the in-cluster service account.")
+@_namespace_option()
 @click.option(
     "--leader-elect",
     default=False,
@@ -387,26 +372,33 @@ def _log_handler(log_format: str) -> None:
 @click.option(
     "--log-format", type=click.Choice(["json", "text"]), default="json", show_default=True
 )
+@click.option(
+    "--log-level",
+    type=click.Choice(sorted(LOG_LEVELS), case_sensitive=False),
+    default="info",
+    show_default=True,
+)
 def controller(
-    kubeconfig,
-    namespace,
-    leader_elect,
-    leader_elect_identity,
-    leader_elect_lease_duration,
-    leader_elect_renew_deadline,
-    leader_elect_retry_period,
-    sync_period,
-    manage_access,
-    metrics_bind_address,
-    health_probe_bind_address,
-    log_format,
+    kubeconfig: str,
+    namespace: str,
+    leader_elect: bool,
+    leader_elect_identity: str,
+    leader_elect_lease_duration: str,
+    leader_elect_renew_deadline: str,
+    leader_elect_retry_period: str,
+    sync_period: str,
+    manage_access: bool,
+    metrics_bind_address: str,
+    health_probe_bind_address: str,
+    log_format: str,
+    log_level: str,
 ) -> None:
-    """Run the fleet controller: ConfigSet status, stale nodes, per-node Secret access."""
+    """Run the fleet controller: ConfigSet status, stale nodes, Secret access, rollouts."""
     import signal
 
     from nodemanager.controller.manager import Controller, Options
 
-    _log_handler(log_format)
+    setup_logging(log_format, log_level)
     options = Options(
         kubeconfig=kubeconfig,
         namespace=namespace,
@@ -441,29 +433,34 @@ def _configset_ref(ref: str) -> str:
     return name
 
 
-def _rollout_client(kubeconfig: str, namespace: str):
+if TYPE_CHECKING:
+    from nodemanager.kube.rollouts import RolloutClient
+
+T = TypeVar("T")
+
+
+def _rollout_client(kubeconfig: str, namespace: str) -> RolloutClient:
     from nodemanager.kube.client import ClientFactory
     from nodemanager.kube.rollouts import RolloutClient
 
     return RolloutClient(ClientFactory(kubeconfig), namespace)
 
 
-_rollout_options = [
-    click.argument("resource"),
-    click.option(
-        "--kubeconfig",
-        default=os.path.expanduser("~/.kube/config"),
-        show_default=True,
-        help="Kubeconfig file.",
-    ),
-    click.option("--namespace", "-n", default="nodemanager", show_default=True),
-]
+def _kube_call(call: Callable[[], T]) -> T:
+    from nodemanager.kube.errors import KubeError
+
+    try:
+        return call()
+    except KubeError as e:
+        raise click.ClickException(str(e)) from e
+    except OSError as e:
+        raise click.ClickException(f"{e.filename or ''}: {e.strerror or e}") from e
 
 
-def _with_rollout_options(f):
-    for option in reversed(_rollout_options):
-        f = option(f)
-    return f
+def _rollout_options(f: F) -> F:
+    f = _namespace_option()(f)
+    f = _kubeconfig_option("Kubeconfig file.")(f)
+    return click.argument("resource")(f)
 
 
 @main.group()
@@ -472,12 +469,14 @@ def rollout() -> None:
 
 
 @rollout.command("status")
-@_with_rollout_options
+@_rollout_options
 @click.option("--watch", "-w", default=True, type=bool, show_default=True)
 @click.option(
     "--timeout", default="0s", show_default=True, help="Give up after this; 0 waits forever."
 )
-def rollout_status(resource, kubeconfig, namespace, watch, timeout) -> None:
+def rollout_status(
+    resource: str, kubeconfig: str, namespace: str, watch: bool, timeout: str
+) -> None:
     """Show the rollout's progress; with --watch, wait until it finished or failed."""
     import time
 
@@ -501,8 +500,8 @@ def rollout_status(resource, kubeconfig, namespace, watch, timeout) -> None:
 
 
 @rollout.command("history")
-@_with_rollout_options
-def rollout_history(resource, kubeconfig, namespace) -> None:
+@_rollout_options
+def rollout_history(resource: str, kubeconfig: str, namespace: str) -> None:
     """List the ConfigSet's revisions and which nodes run each."""
     from nodemanager.controller.rollout import CONFIGSET_LABEL
 
@@ -517,15 +516,13 @@ def rollout_history(resource, kubeconfig, namespace) -> None:
     click.echo(f"configset/{name}")
     click.echo(f"{'REVISION':<10}{'NAME':<32}NODES")
     for r in sorted(revisions, key=lambda r: int(r.get("revision") or 0)):
-        nodes = running.get(r["metadata"]["name"], [])
-        click.echo(
-            f"{r.get('revision', 0):<10}{r['metadata']['name']:<32}{','.join(sorted(nodes))}"
-        )
+        nodes = ",".join(sorted(running.get(r["metadata"]["name"], [])))
+        click.echo(f"{r.get('revision', 0):<10}{r['metadata']['name']:<32}{nodes}")
 
 
 @rollout.command("pause")
-@_with_rollout_options
-def rollout_pause(resource, kubeconfig, namespace) -> None:
+@_rollout_options
+def rollout_pause(resource: str, kubeconfig: str, namespace: str) -> None:
     """Stop admitting nodes to new revisions (spec.paused: true)."""
     name = _configset_ref(resource)
     _kube_call(lambda: _rollout_client(kubeconfig, namespace).set_paused(name, True))
@@ -533,8 +530,8 @@ def rollout_pause(resource, kubeconfig, namespace) -> None:
 
 
 @rollout.command("resume")
-@_with_rollout_options
-def rollout_resume(resource, kubeconfig, namespace) -> None:
+@_rollout_options
+def rollout_resume(resource: str, kubeconfig: str, namespace: str) -> None:
     """Admit nodes again (spec.paused: false)."""
     name = _configset_ref(resource)
     _kube_call(lambda: _rollout_client(kubeconfig, namespace).set_paused(name, False))
@@ -542,9 +539,9 @@ def rollout_resume(resource, kubeconfig, namespace) -> None:
 
 
 @rollout.command("undo")
-@_with_rollout_options
+@_rollout_options
 @click.option("--to-revision", default=0, type=int, help="Revision to go back to; 0: the previous.")
-def rollout_undo(resource, kubeconfig, namespace, to_revision) -> None:
+def rollout_undo(resource: str, kubeconfig: str, namespace: str, to_revision: int) -> None:
     """Put an earlier revision's content back into the ConfigSet; the rollout then applies it."""
     from nodemanager.controller.rollout import CONFIGSET_LABEL, STEERING, revision_name, undo_target
 
@@ -560,22 +557,11 @@ def rollout_undo(resource, kubeconfig, namespace, to_revision) -> None:
         raise click.ClickException(str(e)) from e
     content = (target.get("data") or {}).get("spec") or {}
 
-    def new_spec(spec):
+    def new_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
         return {**content, **{k: spec[k] for k in STEERING if k in spec}}
 
     _kube_call(lambda: client_.replace_spec(name, new_spec))
     click.echo(f"configset/{name} rolled back to revision {target.get('revision')}")
-
-
-def _kube_call(call):
-    from nodemanager.kube.errors import KubeError
-
-    try:
-        return call()
-    except KubeError as e:
-        raise click.ClickException(str(e)) from e
-    except OSError as e:
-        raise click.ClickException(f"{e.filename or ''}: {e.strerror or e}") from e
 
 
 @main.command()

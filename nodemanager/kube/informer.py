@@ -91,11 +91,11 @@ class Informer:
             kwargs["label_selector"] = self.label_selector
         return kwargs
 
-    def _same_but_status(self, old: dict | None, new: dict) -> bool:
+    def _same_but_status(self, old: dict[str, Any] | None, new: dict[str, Any]) -> bool:
         if not self.ignore_status or old is None:
             return False
 
-        def strip(obj: dict) -> dict:
+        def strip(obj: dict[str, Any]) -> dict[str, Any]:
             meta = {
                 k: v
                 for k, v in (obj.get("metadata") or {}).items()
