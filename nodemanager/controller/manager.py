@@ -24,7 +24,7 @@ from nodemanager.controller.summary import NodeView, configset_status, differs
 from nodemanager.kube import watches
 from nodemanager.kube.client import ClientFactory
 from nodemanager.kube.election import LeaderElector
-from nodemanager.kube.errors import Conflict, KubeError, NotFound
+from nodemanager.kube.errors import KubeError
 from nodemanager.kube.fleet import FleetClient
 from nodemanager.kube.informer import Informer, Kind
 
@@ -152,9 +152,9 @@ class Controller:
                 continue
             try:
                 self.fleet.patch_configset_status(name, wanted)
-            except NotFound:
-                continue  # deleted since the cache saw it
             except KubeError as e:
+                if e.status == 404:
+                    continue  # deleted since the cache saw it
                 log.warning("ConfigSet %s: status write failed: %s", name, e)
                 self.dirty.set()
                 continue
@@ -193,10 +193,10 @@ class Controller:
                 continue
             try:
                 self.fleet.patch_node_conditions(name, rv, conditions)
-            except (Conflict, NotFound):
-                self.dirty.set()  # the agent (or a delete) got there first: recompute
-                continue
             except KubeError as e:
+                if e.status in (404, 409):
+                    self.dirty.set()  # the agent (or a delete) got there first: recompute
+                    continue
                 log.warning("ManagedNode %s: cannot mark Ready=Unknown: %s", name, e)
                 continue
             log.info("ManagedNode %s: Ready=Unknown (%s)", name, message)

@@ -10,7 +10,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from nodemanager.kube.client import ClientFactory
-from nodemanager.kube.errors import Conflict, translate
+from nodemanager.kube.errors import Temporary, translate
 from nodemanager.kube.nodes import GROUP, VERSION
 
 CLI_MANAGER = "nodemanager-rollout"
@@ -89,6 +89,6 @@ class RolloutClient:
                 return
             except ApiException as e:
                 error = translate(e)
-                if not isinstance(error, Conflict):
+                if error.status != 409:
                     raise error from e
-        raise Conflict(f"ConfigSet {name} kept changing; try again")
+        raise Temporary(f"ConfigSet {name} kept changing; try again", "Conflict", 409)
