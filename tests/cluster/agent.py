@@ -50,14 +50,14 @@ class Agent:
         self.env = {**os.environ, **(env or {})}
         self.proc: subprocess.Popen | None = None
 
-    def start(self) -> Agent:
+    def start(self, timeout: float = 30) -> Agent:
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 self.argv, stdout=log, stderr=subprocess.STDOUT, env=self.env
             )
         eventually(
             lambda: self.get("/healthz", self.health_port) == 200,
-            timeout=30,
+            timeout=timeout,
             message="agent /healthz",
         )
         return self

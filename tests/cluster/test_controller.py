@@ -50,7 +50,15 @@ def agents(kubeconfig, fleet_ns, fleet_dir) -> Iterator[dict[str, Agent]]:
             started[host] = Agent(
                 kubeconfig, fleet_ns, host, fleet_dir / host, "--node-labels", labels
             )
-            started[host].start()
+        # Started side by side: on a loaded machine five sequential starts take minutes.
+        threads = [
+            threading.Thread(target=a.start, kwargs={"timeout": 180}) for a in started.values()
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert all(a.get("/healthz", a.health_port) == 200 for a in started.values())
         yield started
     finally:
         for a in started.values():
@@ -389,7 +397,7 @@ def test_killed_agent_is_ready_unknown_within_a_minute_and_true_when_back(
 
     agents[host] = Agent(
         kubeconfig, fleet_ns, host, fleet_dir / host, "--node-labels", "role=web,color=blue"
-    ).start()
+    ).start(timeout=180)
     eventually(
         lambda: (
             condition(get(api, fleet_ns, "managednodes", host), "Ready").get("status") == "True"
