@@ -35,7 +35,13 @@ def admitted(
         if revision is None:
             continue
         content = (revision.get("data") or {}).get("spec") or {}
-        out.append({**cs, "spec": {**content, "rollout": spec["rollout"]}})
+        # The revision joins the resourceVersion: whatever is cached per version (the parsed
+        # ConfigSet, its plan) must not serve one revision's content for another.
+        meta = dict(cs.get("metadata") or {})
+        meta["resourceVersion"] = (
+            f"{meta.get('resourceVersion', '')}:{revision['metadata']['name']}"
+        )
+        out.append({**cs, "metadata": meta, "spec": {**content, "rollout": spec["rollout"]}})
         running[name] = revision["metadata"]["name"]
     return out, running
 

@@ -19,6 +19,7 @@ def node(revisions):
 def test_admitted_revision_content_replaces_the_live_spec():
     out, running = admitted([LIVE, PLAIN], node({"web": "web-aaa"}), {"web-aaa": REVISION})
     assert out[0]["spec"]["files"] == [{"path": "/old"}]
+    assert out[0]["metadata"]["resourceVersion"].endswith(":web-aaa")
     assert out[0]["spec"]["rollout"] == {"maxUnavailable": 1}
     assert out[1] == PLAIN  # without spec.rollout: the live object, as before
     assert running == {"web": "web-aaa"}
