@@ -32,8 +32,8 @@ from nodemanager.agent.hostfeatures import HostFeatures
 from nodemanager.agent.identity import identify
 from nodemanager.agent.metrics import Metrics
 from nodemanager.agent.reconcile import Reconciler
-from nodemanager.agent.signals import Signals
 from nodemanager.agent.revisions import REVISION_LABEL, admitted, report
+from nodemanager.agent.signals import Signals
 from nodemanager.agent.state import Snapshot, StateStore
 from nodemanager.agent.status import differs
 from nodemanager.agent.upgrade import Upgrader
