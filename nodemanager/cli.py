@@ -736,7 +736,12 @@ def _default_node_kubeconfig() -> str:
 
 
 @main.command()
-@click.option("--hostname", required=True, help="Target node name.")
+@click.option("--hostname", help="Print the objects of this node only.")
+@click.option(
+    "--shared",
+    is_flag=True,
+    help="Print the objects every node shares: the Namespace and the admission policies.",
+)
 @_namespace_option()
 @click.option(
     "--node-labels",
@@ -750,13 +755,35 @@ def _default_node_kubeconfig() -> str:
 )
 @_output_format_option()
 def rbac(
-    hostname: str, namespace: str, node_labels: str | None, lease_groups: str, output_format: str
+    hostname: str | None,
+    shared: bool,
+    namespace: str,
+    node_labels: str | None,
+    lease_groups: str,
+    output_format: str,
 ) -> None:
-    """Print the RBAC objects and admission policy one node needs (apply them yourself)."""
-    from nodemanager.bootstrap.rbac import manifests
+    """Print RBAC objects to apply yourself: `--shared` once, then `--hostname H` per node.
+
+    The per-node output holds only that node's objects, so piping it to `kubectl delete -f -`
+    removes that node and nothing else."""
+    from nodemanager.bootstrap.rbac import manifests, shared_manifests
 
     groups = [g.strip() for g in lease_groups.split(",") if g.strip()]
-    _emit(list(manifests(hostname, namespace, _labels(node_labels), groups)), output_format)
+    if not hostname and not shared:
+        raise click.UsageError("give --hostname H (one node's objects) and/or --shared")
+    docs = (shared_manifests(namespace) if shared else []) + (
+        manifests(hostname, namespace, _labels(node_labels), groups) if hostname else []
+    )
+    _emit(docs, output_format)
+
+
+def _ttl(text: str, flag: str) -> int:
+    from nodemanager.bootstrap.credentials import check_ttl
+
+    try:
+        return check_ttl(_duration(text), flag)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint=flag) from None
 
 
 def _kube_errors(f: F) -> F:
@@ -768,7 +795,7 @@ def _kube_errors(f: F) -> F:
 
         try:
             return f(*args, **kwargs)
-        except KubeError as e:
+        except (KubeError, ValueError) as e:
             raise click.ClickException(str(e)) from e
         except OSError as e:
             raise click.ClickException(f"{e.filename or ''}: {e.strerror or e}") from e
@@ -781,7 +808,10 @@ def _kube_errors(f: F) -> F:
 @_kubeconfig_option("Admin kubeconfig.")
 @_namespace_option()
 @click.option(
-    "--ttl", default="1h", show_default=True, help="Lifetime of the temporary credential."
+    "--ttl",
+    default="1h",
+    show_default=True,
+    help="Lifetime of the temporary credential (at most 720h). Revokes the node's earlier tokens.",
 )
 @click.option(
     "--out",
@@ -790,10 +820,11 @@ def _kube_errors(f: F) -> F:
 )
 @_kube_errors
 def token(hostname: str, kubeconfig: str, namespace: str, ttl: str, out: str | None) -> None:
-    """Issue a short-lived bootstrap kubeconfig for a node."""
+    """Issue a short-lived bootstrap kubeconfig for a node; every earlier token of it is revoked."""
     from nodemanager.bootstrap.credentials import node_kubeconfig, write_kubeconfig
 
-    text, granted = node_kubeconfig(kubeconfig, hostname, namespace, int(_duration(ttl)))
+    seconds = _ttl(ttl, "--ttl")
+    text, granted = node_kubeconfig(kubeconfig, hostname, namespace, seconds)
     if out:
         write_kubeconfig(out, text)
         click.echo(f"wrote {out} (valid {granted / 3600:.2f} h)", err=True)
@@ -819,7 +850,10 @@ def token(hostname: str, kubeconfig: str, namespace: str, ttl: str, out: str | N
     "--hostname", help="Node name (default: this host's name; must match the one used in `token`)."
 )
 @click.option(
-    "--token-ttl", default="8760h", show_default=True, help="Lifetime of the long-lived token."
+    "--token-ttl",
+    default="168h",
+    show_default=True,
+    help="Lifetime of the node's token (at most 720h); the agent renews it at about 80%.",
 )
 @_kube_errors
 def bootstrap(
@@ -829,12 +863,13 @@ def bootstrap(
     hostname: str | None,
     token_ttl: str,
 ) -> None:
-    """Exchange a bootstrap kubeconfig for this node's long-lived kubeconfig."""
+    """Exchange a bootstrap kubeconfig for this node's own, renewable kubeconfig."""
     from nodemanager.bootstrap.credentials import node_kubeconfig, write_kubeconfig
     from nodemanager.host.labels import hostname as this_host
 
+    seconds = _ttl(token_ttl, "--token-ttl")
     text, granted = node_kubeconfig(
-        bootstrap_kubeconfig, hostname or this_host(), namespace, int(_duration(token_ttl))
+        bootstrap_kubeconfig, hostname or this_host(), namespace, seconds
     )
     write_kubeconfig(kubeconfig, text)
     click.echo(
@@ -842,6 +877,29 @@ def bootstrap(
         "the bootstrap kubeconfig can be deleted",
         err=True,
     )
+
+
+@main.command()
+@click.option("--hostname", required=True, help="The node whose tokens to revoke.")
+@click.option(
+    "--kubeconfig",
+    default=os.path.expanduser("~/.kube/config"),
+    show_default=True,
+    help="Admin kubeconfig.",
+)
+@click.option("--namespace", default="nodemanager", show_default=True)
+@_kube_errors
+def revoke(hostname: str, kubeconfig: str, namespace: str) -> None:
+    """Revoke every token of a node now (its ServiceAccount and RBAC stay; `token` re-admits it)."""
+    from nodemanager.bootstrap.credentials import revoke as revoke_tokens
+
+    if revoke_tokens(kubeconfig, hostname, namespace):
+        click.echo(f"revoked every token of node {hostname}", err=True)
+    else:
+        raise click.ClickException(
+            f"node {hostname} has no token binding Secret in {namespace}: nothing to revoke "
+            "(tokens made before bindings end only with their ServiceAccount)"
+        )
 
 
 if __name__ == "__main__":

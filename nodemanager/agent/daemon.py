@@ -31,9 +31,13 @@ from nodemanager.agent.health import Liveness, serve_health, serve_metrics
 from nodemanager.agent.hostfeatures import HostFeatures
 from nodemanager.agent.identity import identify
 from nodemanager.agent.metrics import Metrics
+from nodemanager.agent.ownlabels import drifted
+from nodemanager.agent.peers import PeerFilter, clean_own
 from nodemanager.agent.reconcile import Reconciler
 from nodemanager.agent.revisions import REVISION_LABEL, admitted, report
 from nodemanager.agent.signals import Signals
+from nodemanager.agent.refs import referenced
+from nodemanager.agent.selftest import PolicySelfTest
 from nodemanager.agent.state import Snapshot, StateStore
 from nodemanager.agent.status import differs
 from nodemanager.agent.upgrade import Upgrader
@@ -48,6 +52,8 @@ from nodemanager.kube.informer import Backoff, Informer, Kind
 from nodemanager.kube.locks import GroupLock
 from nodemanager.kube.nodes import NodeClient
 from nodemanager.kube.notify import NOTIFIED_AT, NOTIFIED_BY, Notifier
+from nodemanager.kube.policycheck import forbidden_write_allowed
+from nodemanager.kube.refs import NamedWatches
 
 log = logging.getLogger(__name__)
 LEASE_PERIOD = 10.0
@@ -134,7 +140,7 @@ class Daemon:
             store=self.store,
             metrics=self.metrics,
             agent_version=__version__,
-            observe=observe,
+            observe=lambda: clean_own(observe()),
             host=HostFeatures(
                 opts.state_dir,
                 backup_max_age=opts.backup_max_age,
@@ -145,6 +151,12 @@ class Daemon:
             ),
             run=functools.partial(apply, work_dir=str(self.runs)),
         )
+        self.peers = PeerFilter(self._warn)
+        self.selftest = PolicySelfTest(
+            lambda: forbidden_write_allowed(self.clients, opts.namespace, self.name),
+            self._warn,
+            self.metrics.admission_policy_enforced,
+        )
         self.informers = {
             # The controller's status summaries must not make every agent reconcile.
             "configsets": self._informer(watches.CONFIGSETS, ignore_status=True),
@@ -153,17 +165,44 @@ class Daemon:
                 field_selector=f"metadata.name={self.name}",
                 on_change=self._self_changed,
             ),
-            "secrets": self._informer(watches.SECRETS),
-            "configmaps": self._informer(watches.CONFIGMAPS),
             # Content of staged ConfigSets (spec.rollout): the revision this node was admitted to.
             "revisions": self._informer(watches.CONTROLLERREVISIONS, label_selector=REVISION_LABEL),
         }
         self._self_seen: str | None = None
         self._running: dict[str, str] = {}  # staged ConfigSet -> revision in the last snapshot
+        # Only the Secrets and ConfigMaps the selected ConfigSets reference, each by name.
+        self.secrets, self.configmaps = (
+            NamedWatches(
+                kind,
+                self.clients,
+                opts.namespace,
+                self.dirty.mark,
+                on_list=lambda k: self.metrics.informer_lists.labels(k).inc(),
+            )
+            for kind in (watches.SECRETS, watches.CONFIGMAPS)
+        )
         self.nodes_informer: Informer | None = None  # started only when a template reads `nodes`
         self.registered = threading.Event()
         self.ready = threading.Event()
         self._threads: list[threading.Thread] = []
+
+    def _warn(self, reason: str, message: str) -> None:
+        self.node_client.event(reason, message, warning=True)
+
+    def _guard(self, node: dict[str, Any], full: bool) -> None:
+        """Isolation checks (issue 13): managed labels restored at once; the admission policy
+        self-tested at start and with each drift check."""
+        changed = drifted(node, self.managed_labels)
+        if changed:
+            log.warning(
+                "managed labels changed on the ManagedNode (%s); restoring", sorted(changed)
+            )
+            try:
+                self.node_client.ensure(self.managed_labels)
+            except Exception as e:
+                log.warning("cannot restore managed labels: %s", e)
+        if full:
+            self.selftest.run()
 
     def _informer(
         self,
@@ -318,18 +357,20 @@ class Daemon:
             me,
             {r["metadata"]["name"]: r for r in self.informers["revisions"].items()},
         )
+        labels = {**((me.get("metadata") or {}).get("labels") or {}), **self.managed_labels}
+        secret_names, configmap_names = referenced(configsets, labels)
+        self.secrets.want(secret_names)
+        self.configmaps.want(configmap_names)
+        if not (self.secrets.synced() and self.configmaps.synced()):
+            return None  # a new reference: come back once its watch listed it
         snap = Snapshot(
             node=me,
             configsets=configsets,
-            secrets={
-                s["metadata"]["name"]: s.get("data") or {}
-                for s in self.informers["secrets"].items()
-            },
-            configmaps={
-                c["metadata"]["name"]: c.get("data") or {}
-                for c in self.informers["configmaps"].items()
-            },
-            nodes=sorted(self.nodes_informer.items(), key=lambda n: n["metadata"]["name"])
+            secrets=self.secrets.data(),
+            configmaps=self.configmaps.data(),
+            nodes=self.peers.clean(
+                sorted(self.nodes_informer.items(), key=lambda n: n["metadata"]["name"])
+            )
             if self.nodes_informer
             else [],
         )
@@ -344,6 +385,9 @@ class Daemon:
         self.metrics.status_writes.inc()
 
     def _write_status(self, status: dict[str, Any], node: dict[str, Any]) -> None:
+        status = self.selftest.with_condition(
+            status, node.get("status") or {}, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        )
         if not self.registered.is_set() or not differs(status, node.get("status") or {}):
             return
         self.writer.status(status)
@@ -353,6 +397,8 @@ class Daemon:
         snap = self.snapshot()
         if snap is None:
             return False, None
+        if self._online():
+            self._guard(snap.node, full)
         started = time.monotonic()
         with self.work:
             result = self.reconciler.reconcile(snap, full=full)
@@ -492,6 +538,8 @@ class Daemon:
                 jitter = random.uniform(0.9, 1.1)
                 next_drift = drift_at(last_full, period, jitter)
             requeue_at = time.monotonic() + requeue if requeue else None
+        self.secrets.stop()
+        self.configmaps.stop()
         for server in servers:
             if server:
                 server.shutdown()

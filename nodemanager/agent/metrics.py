@@ -40,6 +40,14 @@ class Metrics:
     def __init__(self, node: str = "") -> None:
         self.node = node
         r = self.registry = CollectorRegistry()
+        # 1 refused, 0 accepted (policy missing), -1 not known yet: agent/selftest.py sets it.
+        self.admission_policy_enforced = Gauge(
+            "nodemanager_admission_policy_enforced",
+            "1 when the API server refuses this node's forbidden write (dry-run), 0 when it "
+            "accepts it (the admission policy is missing), -1 before the first answer.",
+            registry=r,
+        )
+        self.admission_policy_enforced.set(-1)
         ProcessCollector(registry=r)
         PlatformCollector(registry=r)
         Gauge(

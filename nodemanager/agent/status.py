@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from nodemanager.api.nodestatus import printable
 from nodemanager.executor.summary import ConfigSetResult
 
 
@@ -113,13 +114,17 @@ def compute(
             now,
         ),
     ]
-    return {
-        **observed,
-        "agentVersion": agent_version,
-        "observedGeneration": generation,
-        "configsets": entries,
-        "conditions": conditions,
-    }
+    # printable: messages (Ansible's span lines) must pass the schema's no-control-character rule.
+    status: dict[str, Any] = printable(
+        {
+            **observed,
+            "agentVersion": agent_version,
+            "observedGeneration": generation,
+            "configsets": entries,
+            "conditions": conditions,
+        }
+    )
+    return status
 
 
 def differs(wanted: Mapping[str, Any], current: Mapping[str, Any]) -> bool:

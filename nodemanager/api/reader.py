@@ -204,12 +204,27 @@ class Reader:
         return values
 
 
+# Characters no managed path may hold: C0 controls (NUL, newline, tab...) and DEL.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
 def path_problem(path: str) -> str | None:
-    """Why ``path`` cannot name a managed file, or None: absolute, no ``..``, no NUL or newline."""
+    """Why ``path`` cannot name a managed file, or None.
+
+    One file must have one spelling: ``/x/a.conf``, ``/x//a.conf`` and ``/x/./a.conf`` would
+    otherwise be three resources to conflict detection and one file on disk, flipped on every
+    check. So paths are absolute and canonical: no empty segment (``//``), no trailing ``/``, no
+    ``.`` or ``..`` segment, no control characters. Rejected rather than normalised, so the CRD
+    (a pattern) and local files give the same answer.
+    """
+    if _CONTROL.search(path):
+        return f"{path!r} must not contain control characters (NUL, newline, ...)"
     if not path.startswith("/"):
         return f"{path!r} must be an absolute path"
-    if ".." in path.split("/"):
-        return f"{path!r} must not contain a '..' segment"
-    if "\x00" in path or "\n" in path:
-        return f"{path!r} must not contain NUL or newline characters"
+    segments = path.split("/")[1:]
+    if "" in segments:
+        return f"{path!r} must not contain '//' or end with '/'"
+    for dots in ("..", "."):
+        if dots in segments:
+            return f"{path!r} must not contain a '{dots}' segment"
     return None

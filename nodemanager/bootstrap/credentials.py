@@ -1,7 +1,13 @@
-"""`token` and `bootstrap`: short-lived and long-lived node kubeconfigs, and their rotation.
+"""`token`, `bootstrap` and `revoke`: node kubeconfigs, their rotation and their revocation.
 
-Both ask the TokenRequest API for a token of the node's ServiceAccount and write a kubeconfig
-carrying it with the server and CA of the kubeconfig used to ask. Re-running either rotates.
+Every token of a node is bound (TokenRequest ``boundObjectRef``) to one empty Secret named like
+its ServiceAccount. Deleting that Secret revokes them all at once; that is `revoke`. An
+administrator's credential (`token`, or `bootstrap` run with an admin kubeconfig) re-creates
+the Secret first, so each re-run revokes every token issued before. The node's own credential
+(`bootstrap` with the short-lived kubeconfig, and the agent renewing its token at ~80% of its
+lifetime) binds the new token to the Secret its current token is bound to: it cannot delete
+Secrets, and its renewals end when that Secret goes. Lifetimes are capped at MAX_TTL_SECONDS,
+by this command and by the admission policy for the node's own requests.
 """
 
 from __future__ import annotations
@@ -10,30 +16,83 @@ import logging
 import random
 import threading
 import time
+from typing import Any
 
 import yaml
 
-from nodemanager.bootstrap.rbac import service_account
+from nodemanager.bootstrap.policy import MAX_TOKEN_SECONDS
+from nodemanager.bootstrap.rbac import LABELS, binding_secret, service_account
 from nodemanager.fsutil import write_atomic
 from nodemanager.kube import tokens
 
 log = logging.getLogger(__name__)
+MAX_TTL_SECONDS = MAX_TOKEN_SECONDS
+MIN_TTL_SECONDS = 600  # the API server's own minimum
+
+
+def check_ttl(seconds: float, flag: str) -> int:
+    """The lifetime in whole seconds, or ValueError naming the flag."""
+    if seconds > MAX_TTL_SECONDS:
+        raise ValueError(
+            f"{flag}: at most {MAX_TTL_SECONDS // 86400} days ({MAX_TTL_SECONDS // 3600}h)"
+        )
+    if seconds < MIN_TTL_SECONDS:
+        raise ValueError(f"{flag}: at least 10 minutes")
+    return int(seconds)
+
+
+def _own_claims(kubeconfig: str, namespace: str, hostname: str) -> dict[str, Any] | None:
+    """The claims of ``kubeconfig``'s token when it is the node's own; else None (an admin)."""
+    token = tokens.token_of(kubeconfig)
+    if not token or token.count(".") != 2:
+        return None
+    try:
+        c = tokens.claims(token)
+    except ValueError:
+        return None
+    me = f"system:serviceaccount:{namespace}:{service_account(hostname)}"
+    return c if c.get("sub") == me else None
 
 
 def node_kubeconfig(
     kubeconfig: str, hostname: str, namespace: str, seconds: int
 ) -> tuple[str, float]:
     """A kubeconfig (YAML text) for the node's account, requested with ``kubeconfig``'s
-    credentials; and the token's lifetime in seconds as granted."""
+    credentials; and the token's lifetime in seconds as granted.
+
+    With an administrator's credential the binding Secret is re-created first (revoking every
+    earlier token of the node); with the node's own, the new token shares its binding."""
     server, ca = tokens.cluster_of(kubeconfig)
+    own = _own_claims(kubeconfig, namespace, hostname)
     api = tokens.client_for(kubeconfig)
     try:
-        token, expires = tokens.request_token(api, namespace, service_account(hostname), seconds)
+        if own is None:
+            uid = tokens.renew_binding_secret(
+                api,
+                namespace,
+                binding_secret(hostname),
+                {**LABELS, "nodemanager.io/node": hostname},
+            )
+            bound: tuple[str, str | None] = (binding_secret(hostname), uid)
+        else:
+            bound = tokens.bound_secret(own) or (binding_secret(hostname), None)
+        token, expires = tokens.request_token(
+            api, namespace, service_account(hostname), seconds, bound
+        )
     finally:
         api.close()
     granted = expires.timestamp() - time.time()
     data = tokens.token_kubeconfig(server, ca, namespace, service_account(hostname), token)
     return yaml.safe_dump(data, sort_keys=False), granted
+
+
+def revoke(kubeconfig: str, hostname: str, namespace: str) -> bool:
+    """Revoke every token of the node (delete its binding Secret); whether there was one."""
+    api = tokens.client_for(kubeconfig)
+    try:
+        return tokens.delete_binding_secret(api, namespace, binding_secret(hostname))
+    finally:
+        api.close()
 
 
 def write_kubeconfig(path: str, text: str) -> None:
@@ -59,9 +118,8 @@ class TokenRenewer:
 
     def renew(self) -> None:
         c = tokens.claims(tokens.token_of(self.kubeconfig) or "")
-        text, granted = node_kubeconfig(
-            self.kubeconfig, self.hostname, self.namespace, int(c["exp"] - c["iat"])
-        )
+        lifetime = min(MAX_TTL_SECONDS, max(MIN_TTL_SECONDS, int(c["exp"] - c["iat"])))
+        text, granted = node_kubeconfig(self.kubeconfig, self.hostname, self.namespace, lifetime)
         write_kubeconfig(self.kubeconfig, text)
         log.info("renewed the node token; new lifetime %.0f s", granted)
 

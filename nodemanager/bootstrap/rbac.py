@@ -1,12 +1,20 @@
 """RBAC for one node, least privilege, printed for the administrator's pipeline to apply.
 
-Namespaced only: the node's ServiceAccount reads ConfigSets, ConfigMaps, Secrets and
-ManagedNodes of its namespace, creates and updates only its own ManagedNode, Lease and token.
-RBAC cannot see fields, so a ValidatingAdmissionPolicy adds what it cannot say: a node's account
-writes only the ManagedNode named after it, never its spec, and no labels beyond the ones the
-agent manages (a compromised host must not opt itself into other ConfigSets by labelling itself
-``role: db``). Labels a node may set on itself: the four the agent writes, plus keys under
-``agent.nodemanager.io/``; every other label is the administrator's.
+Two outputs, so that deleting one node never deletes the others: ``manifests(host)`` holds only
+that node's objects (its ServiceAccount, Roles and RoleBindings), safe to pipe into
+``kubectl delete``; ``shared_manifests()`` holds what every node shares (the Namespace and the
+admission policies of bootstrap/policy.py), applied once.
+
+The node's account reads ConfigSets and ManagedNodes of its namespace, creates and updates only
+its own ManagedNode and Lease, records Events and renews its own token. RBAC cannot see fields,
+so the admission policies add what it cannot say (see bootstrap/policy.py).
+
+The weak point: RBAC here grants get/list/watch on every Secret and ConfigMap of the namespace,
+because only the fleet controller knows which ones each node's ConfigSets reference. The agent
+itself reads only those by name (``fieldSelector=metadata.name=<name>``, which RBAC authorises
+against ``resourceNames``), so once the controller keeps a per-node Role with those names, this
+grant can go. Until then a compromised host can read every Secret in the namespace: keep
+Secrets of different trust levels in different namespaces.
 """
 
 from __future__ import annotations
@@ -14,26 +22,25 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodemanager.host.labels import MANAGED_KEYS
+from nodemanager.bootstrap.policy import GROUP, admission_policies
 
-GROUP = "common.nodemanager"
-SELF_LABEL_PREFIX = "agent.nodemanager.io/"
-POLICY = "nodemanager-node-restriction"
+LABELS = {"app.kubernetes.io/name": "nodemanager"}
 
 
 def service_account(hostname: str) -> str:
     return f"nodemanager-{hostname}"
 
 
+def binding_secret(hostname: str) -> str:
+    """The Secret every token of the node is bound to: deleting it revokes them all."""
+    return service_account(hostname)
+
+
 def _role(name: str, namespace: str, rules: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "Role",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": {"app.kubernetes.io/name": "nodemanager"},
-        },
+        "metadata": {"name": name, "namespace": namespace, "labels": LABELS},
         "rules": rules,
     }
 
@@ -42,11 +49,7 @@ def _binding(name: str, namespace: str, sa: str) -> dict[str, Any]:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "RoleBinding",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": {"app.kubernetes.io/name": "nodemanager"},
-        },
+        "metadata": {"name": name, "namespace": namespace, "labels": LABELS},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
         "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": namespace}],
     }
@@ -65,6 +68,8 @@ def node_rules(hostname: str, lease_groups: Sequence[str] = ()) -> list[dict[str
             "resourceNames": [hostname],
             "verbs": ["update", "patch"],
         },
+        # The weak point (see the module docstring): namespace-wide until the controller's
+        # per-node Role names the referenced objects.
         {"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": read},
         # Admitted revisions of staged ConfigSets (their content; the controller writes them).
         {"apiGroups": ["apps"], "resources": ["controllerrevisions"], "verbs": read},
@@ -76,77 +81,6 @@ def node_rules(hostname: str, lease_groups: Sequence[str] = ()) -> list[dict[str
             "verbs": ["get", "update", "patch"],
         },
         {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
-    ]
-
-
-def admission_policy() -> list[dict[str, Any]]:
-    managed = "[" + ", ".join(f"'{k}'" for k in MANAGED_KEYS) + "]"
-    own = f"(k in {managed} || k.startsWith('{SELF_LABEL_PREFIX}'))"
-    labels = "(has(object.metadata.labels) ? object.metadata.labels : {})"
-    old_labels = (
-        "(request.operation == 'UPDATE' && has(oldObject.metadata.labels)"
-        " ? oldObject.metadata.labels : {})"
-    )
-    return [
-        {
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "ValidatingAdmissionPolicy",
-            "metadata": {"name": POLICY},
-            "spec": {
-                "failurePolicy": "Fail",
-                "matchConstraints": {
-                    "resourceRules": [
-                        {
-                            "apiGroups": [GROUP],
-                            "apiVersions": ["*"],
-                            "operations": ["CREATE", "UPDATE"],
-                            "resources": ["managednodes", "managednodes/status"],
-                        }
-                    ]
-                },
-                "matchConditions": [
-                    {
-                        "name": "is-a-node-account",
-                        "expression": "request.userInfo.username.startsWith("
-                        "'system:serviceaccount:' + request.namespace + ':nodemanager-')",
-                    }
-                ],
-                "validations": [
-                    {
-                        "expression": "request.userInfo.username == 'system:serviceaccount:'"
-                        " + request.namespace + ':nodemanager-' + object.metadata.name",
-                        "message": "a node may only write the ManagedNode named after it",
-                        "reason": "Forbidden",
-                    },
-                    {
-                        "expression": "request.operation != 'UPDATE'"
-                        " || (has(object.spec) ? object.spec : {})"
-                        " == (has(oldObject.spec) ? oldObject.spec : {})",
-                        "message": "spec is set by administrators, not by nodes",
-                        "reason": "Forbidden",
-                    },
-                    {
-                        "expression": f"{labels}.all(k, {own}"
-                        f" || (k in {old_labels} && {old_labels}[k] == {labels}[k]))",
-                        "message": "a node may only set its managed labels and labels under "
-                        + SELF_LABEL_PREFIX,
-                        "reason": "Forbidden",
-                    },
-                    {
-                        "expression": f"{old_labels}.all(k, {own}"
-                        f" || (k in {labels} && {labels}[k] == {old_labels}[k]))",
-                        "message": "a node may not remove or change labels set by administrators",
-                        "reason": "Forbidden",
-                    },
-                ],
-            },
-        },
-        {
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "ValidatingAdmissionPolicyBinding",
-            "metadata": {"name": POLICY},
-            "spec": {"policyName": POLICY, "validationActions": ["Deny"]},
-        },
     ]
 
 
@@ -168,20 +102,15 @@ def manifests(
     node_labels: Mapping[str, str] | None = None,
     lease_groups: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
-    """Every object one node needs, in apply order; with ``node_labels``, also its ManagedNode
-    with those labels approved (the CRDs must be installed first)."""
+    """The objects of one node only, in apply order (the namespace must exist); with
+    ``node_labels``, also its ManagedNode with those labels approved (CRDs installed first)."""
     sa = service_account(hostname)
     approved = [approved_node(hostname, namespace, node_labels)] if node_labels else []
     return [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
         {
             "apiVersion": "v1",
             "kind": "ServiceAccount",
-            "metadata": {
-                "name": sa,
-                "namespace": namespace,
-                "labels": {"app.kubernetes.io/name": "nodemanager"},
-            },
+            "metadata": {"name": sa, "namespace": namespace, "labels": LABELS},
         },
         _role(f"nodemanager-node-{hostname}", namespace, node_rules(hostname, lease_groups)),
         _binding(f"nodemanager-node-{hostname}", namespace, sa),
@@ -199,6 +128,13 @@ def manifests(
             ],
         ),
         _binding(f"nodemanager-token-{hostname}", namespace, sa),
-        *admission_policy(),
         *approved,
+    ]
+
+
+def shared_manifests(namespace: str = "nodemanager") -> list[dict[str, Any]]:
+    """What every node shares: its Namespace and the admission policies (cluster-wide)."""
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+        *admission_policies(),
     ]

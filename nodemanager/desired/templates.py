@@ -30,6 +30,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from nodemanager.api import File, Node, Ref
 from nodemanager.desired.merge import DesiredState
 from nodemanager.desired.sandbox import JobFailed, Limits, run_limited
+from nodemanager.desired.redact import scrub
 
 
 @dataclass(frozen=True)
@@ -141,16 +142,19 @@ def render_file(f: File, data: TemplateData) -> Rendered:
     try:
         text = _ENV.from_string(f.template or "").render(node=node, nodes=nodes)
     except jinja2.TemplateSyntaxError as e:
-        raise TemplateError(f.path, f"template syntax error line {e.lineno}: {e.message}") from None
+        message = f"template syntax error line {e.lineno}: {e.message}"
     except jinja2.UndefinedError as e:
-        raise TemplateError(f.path, f"undefined in template: {e.message}") from None
+        message = f"undefined in template: {e.message}"
     except jinja2.exceptions.SecurityError as e:
-        raise TemplateError(f.path, f"template not allowed: {e}") from None
+        message = f"template not allowed: {e}"
     except MemoryError:
-        raise TemplateError(f.path, "template over the memory limit") from None
+        message = "template over the memory limit"
     except Exception as e:  # filters on bad input (b64decode of text), arithmetic on strings...
-        raise TemplateError(f.path, f"template failed: {type(e).__name__}: {e}") from None
-    return Rendered(text, secret=bool(f.secret_refs))
+        message = f"template failed: {type(e).__name__}: {e}"
+    else:
+        return Rendered(text, secret=bool(f.secret_refs))
+    # Messages go to status and Events: never with a Secret value in them.
+    raise TemplateError(f.path, scrub(message, secrets.values()))
 
 
 @functools.lru_cache(maxsize=1024)

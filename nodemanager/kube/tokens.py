@@ -16,11 +16,24 @@ from nodemanager.kube.errors import KubeError, translate
 
 
 def request_token(
-    api: client.ApiClient, namespace: str, service_account: str, seconds: int
+    api: client.ApiClient,
+    namespace: str,
+    service_account: str,
+    seconds: int,
+    bound_secret: tuple[str, str | None] | None = None,
 ) -> tuple[str, dt.datetime]:
-    """A new token for ``service_account`` valid for ``seconds``; (token, expiration)."""
+    """A new token for ``service_account`` valid for ``seconds``; (token, expiration).
+
+    With ``bound_secret`` (name, uid or None) the token is bound to that Secret: the API server
+    rejects it once the Secret is deleted, which is how a node's tokens are revoked."""
+    ref = None
+    if bound_secret:
+        name, uid = bound_secret
+        ref = client.V1BoundObjectReference(api_version="v1", kind="Secret", name=name, uid=uid)
     body = client.AuthenticationV1TokenRequest(
-        spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=seconds)
+        spec=client.V1TokenRequestSpec(
+            audiences=[], expiration_seconds=seconds, bound_object_ref=ref
+        )
     )
     try:
         result = client.CoreV1Api(api).create_namespaced_service_account_token(
@@ -32,6 +45,69 @@ def request_token(
     if status is None or not status.token or status.expiration_timestamp is None:
         raise KubeError("TokenRequest returned no token")
     return status.token, status.expiration_timestamp
+
+
+BINDING_TYPE = "nodemanager.io/token-binding"
+
+
+def renew_binding_secret(
+    api: client.ApiClient, namespace: str, name: str, labels: dict[str, str]
+) -> str:
+    """Delete and re-create the (empty) Secret a node's tokens are bound to; its new uid.
+
+    Deleting it revokes every token bound to the old one. It holds no data, and its type is not
+    ``kubernetes.io/service-account-token``, so it never carries a credential itself."""
+    core = client.CoreV1Api(api)
+    delete_binding_secret(api, namespace, name)
+    body = client.V1Secret(
+        metadata=client.V1ObjectMeta(name=name, namespace=namespace, labels=labels),
+        type=BINDING_TYPE,
+    )
+    try:
+        created = core.create_namespaced_secret(namespace, body)
+    except ApiException as e:
+        raise translate(e) from e
+    return str((created.metadata or client.V1ObjectMeta()).uid)
+
+
+def delete_binding_secret(api: client.ApiClient, namespace: str, name: str) -> bool:
+    """Delete a node's binding Secret (revoking its tokens); whether there was one.
+
+    Only a Secret of the binding type is deleted: a name clash with a data Secret is an error."""
+    core = client.CoreV1Api(api)
+    try:
+        existing = core.read_namespaced_secret(name, namespace)
+    except ApiException as e:
+        if e.status == 404:
+            return False
+        raise translate(e) from e
+    if existing.type != BINDING_TYPE:
+        raise ValueError(
+            f"Secret {namespace}/{name} has type {existing.type!r}, not {BINDING_TYPE}: "
+            "not a nodemanager token binding; left alone"
+        )
+    try:
+        core.delete_namespaced_secret(
+            name,
+            namespace,
+            body=client.V1DeleteOptions(
+                preconditions=client.V1Preconditions(
+                    uid=(existing.metadata or client.V1ObjectMeta()).uid
+                )
+            ),
+        )
+    except ApiException as e:
+        if e.status != 404:
+            raise translate(e) from e
+    return True
+
+
+def bound_secret(token_claims: dict[str, Any]) -> tuple[str, str] | None:
+    """(name, uid) of the Secret a token is bound to, from its claims; None when unbound."""
+    secret = (token_claims.get("kubernetes.io") or {}).get("secret") or {}
+    if secret.get("name") and secret.get("uid"):
+        return str(secret["name"]), str(secret["uid"])
+    return None
 
 
 def cluster_of(kubeconfig: str) -> tuple[str, str]:

@@ -47,6 +47,8 @@ def node_name():
 @pytest.fixture
 def bootstrapped(kubeconfig, node_name, tmp_path):
     ns = f"nm-{uuid.uuid4().hex[:6]}"
+    shared = kubectl_apply(kubeconfig, nm("rbac", "--shared", "--namespace", ns).stdout)
+    assert shared.returncode == 0, shared.stderr
     manifests = nm("rbac", "--hostname", node_name, "--namespace", ns)
     assert manifests.returncode == 0, manifests.stderr
     applied_rbac = kubectl_apply(kubeconfig, manifests.stdout)
@@ -111,7 +113,15 @@ def test_rbac_token_bootstrap_then_agent_runs_with_node_credential(
     try:
         applied(api_client, ns, node_name, "hello")
         assert target.read_text() == "hi\n"
-        lease = client.CoordinationV1Api(api_client).read_namespaced_lease(node_name, ns)
+
+        def lease_of_node():
+            try:
+                return client.CoordinationV1Api(api_client).read_namespaced_lease(node_name, ns)
+            except client.ApiException as e:
+                assert e.status == 404, e
+                return None
+
+        lease = eventually(lease_of_node, message="the node holds its Lease")
         assert lease.spec.holder_identity == node_name
     finally:
         agent.stop()
@@ -232,10 +242,11 @@ def test_every_command_reruns_safely_and_bootstrap_rotates(
         ).returncode
         == 0
     )
+    # Re-running `token` revoked every earlier token: the host bootstraps again with the new one.
     rotated = nm(
         "bootstrap",
         "--bootstrap-kubeconfig",
-        str(permanent),
+        str(short),
         "--kubeconfig",
         str(permanent),
         "--namespace",

@@ -54,7 +54,7 @@ def test_seed_era_configset_is_accepted_unchanged(api_client, namespace):
 @pytest.mark.parametrize(
     "file, field, words",
     [
-        ({"path": "etc/chrony.conf"}, "spec.files[0].path", "should match '^/'"),
+        ({"path": "etc/chrony.conf"}, "spec.files[0].path", "should match '^(/"),
         ({"path": "/etc/../shadow"}, "spec.files[0].path", "must not contain a '..' segment"),
         ({"path": "/x", "ensure": "present"}, "spec.files[0].ensure", "Unsupported value"),
         ({"path": "/x", "mode": "999"}, "spec.files[0].mode", "should match"),

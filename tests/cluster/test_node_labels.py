@@ -26,7 +26,7 @@ def nm(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPro
 def node(kubeconfig, tmp_path):
     """A node approved for role=web, with its own credential (rbac -> token)."""
     name, ns = f"web-{uuid.uuid4().hex[:6]}", f"nm-{uuid.uuid4().hex[:6]}"
-    rbac = nm("rbac", "--hostname", name, "-n", ns, "--node-labels", "role=web")
+    rbac = nm("rbac", "--shared", "--hostname", name, "-n", ns, "--node-labels", "role=web")
     assert rbac.returncode == 0, rbac.stderr
     applied = subprocess.run(
         ["kubectl", "--kubeconfig", kubeconfig, "apply", "-f", "-"],  # as the README says

@@ -46,10 +46,13 @@ def kubernetes_manifests(folder: Path) -> list[Path]:
 def shipped(kubeconfig: str) -> list[tuple[str, str]]:
     """(name, YAML text) of everything an admin is told to apply, in dependency order."""
     rbac = subprocess.run(
-        [NODEMANAGER, "rbac", "--hostname", "web-1"], capture_output=True, text=True, check=True
+        [NODEMANAGER, "rbac", "--shared", "--hostname", "web-1"],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     items = [(str(p.relative_to(ROOT)), p.read_text()) for p in sorted((ROOT / "crds").glob("*"))]
-    items.append(("nodemanager rbac --hostname web-1", rbac))
+    items.append(("nodemanager rbac --shared --hostname web-1", rbac))
     for folder in ("deploy", "examples"):
         items += [
             (str(p.relative_to(ROOT)), p.read_text()) for p in kubernetes_manifests(ROOT / folder)

@@ -1,0 +1,239 @@
+"""The ValidatingAdmissionPolicies that say what RBAC cannot: which fields a node may write.
+
+RBAC sees verbs, resources and names, never fields or the name of an object being created. So
+every write by a node's account (``system:serviceaccount:<ns>:nodemanager-<host>``) also passes
+these policies, one per resource:
+
+- ManagedNodes: only its own; never ``spec`` (not even on create), finalizers or
+  ownerReferences; only the labels the agent manages, with values that can be true of it, plus
+  ``agent.nodemanager.io/*``; a status whose addresses, keys, ports and fingerprints are
+  well-formed (the CRD schema says the same: this is the second lock when an older CRD is in
+  place).
+- Events: only about its own ManagedNode, created or patched.
+- Leases: held only as itself (holderIdentity), so never as another node.
+- Tokens: only bound to its own binding Secret and at most MAX_TOKEN_SECONDS long, so deleting
+  that Secret (``nodemanager revoke``) revokes every token the node ever minted.
+
+The node's own name is never passed in: each rule compares the object against the requesting
+user name, so one shared policy serves every node.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nodemanager.host.labels import MANAGED_KEYS
+
+GROUP = "common.nodemanager"
+SELF_LABEL_PREFIX = "agent.nodemanager.io/"
+POLICY = "nodemanager-node-restriction"
+EVENTS_POLICY = "nodemanager-node-events"
+LEASES_POLICY = "nodemanager-node-leases"
+TOKENS_POLICY = "nodemanager-node-tokens"
+MAX_TOKEN_SECONDS = 30 * 86400
+KUBE_OS = ("linux", "freebsd")
+
+ME = "'system:serviceaccount:' + request.namespace + ':nodemanager-'"
+# Shared with the CRD schema (crds/managednodes.yaml) and agent/peers.py.
+WG_KEY = "^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$"
+IFNAME = "^[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,14}$"
+HEX_SHA1, HEX_SHA256 = "^[0-9a-f]{40}$", "^[0-9a-f]{64}$"
+
+
+def _policy(
+    name: str, rules: list[dict[str, Any]], validations: list[dict[str, str]]
+) -> list[dict[str, Any]]:
+    return [
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name, "labels": {"app.kubernetes.io/name": "nodemanager"}},
+            "spec": {
+                "failurePolicy": "Fail",
+                # With the API server's defaults spelled out: matchConstraints is atomic, so a
+                # server-side apply by another field manager would otherwise conflict with them.
+                "matchConstraints": {
+                    "matchPolicy": "Equivalent",
+                    "namespaceSelector": {},
+                    "objectSelector": {},
+                    "resourceRules": rules,
+                },
+                "matchConditions": [
+                    {
+                        "name": "is-a-node-account",
+                        "expression": f"request.userInfo.username.startsWith({ME})",
+                    }
+                ],
+                "validations": [{**v, "reason": "Forbidden"} for v in validations],
+            },
+        },
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": name, "labels": {"app.kubernetes.io/name": "nodemanager"}},
+            "spec": {"policyName": name, "validationActions": ["Deny"]},
+        },
+    ]
+
+
+def _rule(group: str, resources: list[str], operations: list[str]) -> dict[str, Any]:
+    return {
+        "apiGroups": [group],
+        "apiVersions": ["*"],
+        "operations": operations,
+        "resources": resources,
+        "scope": "*",
+    }
+
+
+def _same(field: str, empty: str) -> str:
+    """``object.<field>`` equals the old object's (absent counts as ``empty``; create: empty)."""
+    new = f"(has(object.{field}) ? object.{field} : {empty})"
+    old = f"(request.operation == 'UPDATE' && has(oldObject.{field}) ? oldObject.{field} : {empty})"
+    return f"{new} == {old}"
+
+
+def _status_rules() -> str:
+    """Well-formed status data: what other nodes' templates will render into their files."""
+    s = "object.status"
+    ips = "(!has(i.{f}) || i.{f}.all(a, isIP(a) && ip(a).family() == {n}))"
+    interfaces = (
+        f"(!has({s}.interfaces) || {s}.interfaces.all(k, k.matches('{IFNAME}') && "
+        f"[{s}.interfaces[k]].all(i, {ips.format(f='ipv4', n=4)} && {ips.format(f='ipv6', n=6)})))"
+    )
+    wireguard = (
+        f"(!has({s}.wireGuard) || {s}.wireGuard.all(w, has(w.name) && w.name.matches('{IFNAME}')"
+        f" && has(w.publicKey) && w.publicKey.matches('{WG_KEY}')"
+        " && (!has(w.listenPort) || (w.listenPort >= 0 && w.listenPort <= 65535))))"
+    )
+    ssh = (
+        f"(!has({s}.sshHostKeys) || {s}.sshHostKeys.all(h, h.algorithm in [1, 2, 3, 4, 6] && "
+        f"((h.fingerprintType == 1 && h.fingerprint.matches('{HEX_SHA1}')) || "
+        f"(h.fingerprintType == 2 && h.fingerprint.matches('{HEX_SHA256}')))))"
+    )
+    return f"!has({s}) || ({interfaces} && {wireguard} && {ssh})"
+
+
+def managednode_policy() -> list[dict[str, Any]]:
+    managed = "[" + ", ".join(f"'{k}'" for k in MANAGED_KEYS) + "]"
+    own = f"(k in {managed} || k.startsWith('{SELF_LABEL_PREFIX}'))"
+    labels = "(has(object.metadata.labels) ? object.metadata.labels : {})"
+    old_labels = (
+        "(request.operation == 'UPDATE' && has(oldObject.metadata.labels)"
+        " ? oldObject.metadata.labels : {})"
+    )
+    kube_os = "[" + ", ".join(f"'{o}'" for o in KUBE_OS) + "]"
+    return _policy(
+        POLICY,
+        [_rule(GROUP, ["managednodes", "managednodes/status"], ["CREATE", "UPDATE"])],
+        [
+            {
+                "expression": f"request.userInfo.username == {ME} + object.metadata.name",
+                "message": "a node may only write the ManagedNode named after it",
+            },
+            {
+                "expression": _same("spec", "{}"),
+                "message": "spec is set by administrators, not by nodes",
+            },
+            {
+                "expression": _same("metadata.finalizers", "[]")
+                + " && "
+                + _same("metadata.ownerReferences", "[]"),
+                "message": "finalizers and ownerReferences are set by administrators, not by nodes",
+            },
+            {
+                "expression": f"{labels}.all(k, {own} || (k in {old_labels} && "
+                f"{old_labels}[k] == {labels}[k]))",
+                "message": "a node may only set its managed labels and labels under "
+                f"{SELF_LABEL_PREFIX}",
+            },
+            {
+                "expression": f"{old_labels}.all(k, {own} || (k in {labels} && "
+                f"{labels}[k] == {old_labels}[k]))",
+                "message": "a node may not remove or change labels set by administrators",
+            },
+            {
+                "expression": f"!('kubernetes.io/hostname' in {labels}) || "
+                f"{labels}['kubernetes.io/hostname'] == object.metadata.name",
+                "message": "label kubernetes.io/hostname must be the node's own name",
+            },
+            {
+                "expression": f"!('kubernetes.io/os' in {labels}) || "
+                f"{labels}['kubernetes.io/os'] in {kube_os}",
+                "message": "label kubernetes.io/os must be one of " + ", ".join(KUBE_OS),
+            },
+            {
+                "expression": _status_rules(),
+                "message": "status holds a malformed address, interface name, WireGuard key, "
+                "port or SSHFP fingerprint",
+            },
+        ],
+    )
+
+
+def events_policy() -> list[dict[str, Any]]:
+    def about_me(obj: str) -> str:
+        regarding = (
+            f"(has({obj}.involvedObject) ? {obj}.involvedObject : "
+            f"(has({obj}.regarding) ? {obj}.regarding : {{'kind': '', 'name': ''}}))"
+        )
+        return (
+            f"[{regarding}].all(r, has(r.kind) && r.kind == 'ManagedNode' && has(r.name) && "
+            f"request.userInfo.username == {ME} + r.name)"
+        )
+
+    return _policy(
+        EVENTS_POLICY,
+        [
+            _rule("", ["events"], ["CREATE", "UPDATE"]),
+            _rule("events.k8s.io", ["events"], ["CREATE", "UPDATE"]),
+        ],
+        [
+            {
+                "expression": about_me("object")
+                + f" && (request.operation != 'UPDATE' || {about_me('oldObject')})",
+                "message": "a node may only record Events about its own ManagedNode",
+            }
+        ],
+    )
+
+
+def leases_policy() -> list[dict[str, Any]]:
+    return _policy(
+        LEASES_POLICY,
+        [_rule("coordination.k8s.io", ["leases"], ["CREATE", "UPDATE"])],
+        [
+            {
+                # Group Leases (lock_group, upgrade group) have any name: what a node must not do
+                # is hold a Lease as another node, such as another node's liveness Lease.
+                "expression": "!has(object.spec.holderIdentity) || object.spec.holderIdentity == ''"
+                f" || request.userInfo.username == {ME} + object.spec.holderIdentity",
+                "message": "a node may only hold Leases as itself",
+            }
+        ],
+    )
+
+
+def tokens_policy() -> list[dict[str, Any]]:
+    ref = "object.spec.boundObjectRef"
+    return _policy(
+        TOKENS_POLICY,
+        [_rule("", ["serviceaccounts/token"], ["CREATE"])],
+        [
+            {
+                "expression": f"has({ref}) && {ref}.kind == 'Secret' && has({ref}.name) && "
+                f"request.userInfo.username == 'system:serviceaccount:' + request.namespace + "
+                f"':' + {ref}.name",
+                "message": "a node's token must be bound to its own binding Secret (revocable)",
+            },
+            {
+                "expression": f"has(object.spec.expirationSeconds) && "
+                f"object.spec.expirationSeconds <= {MAX_TOKEN_SECONDS}",
+                "message": f"a node's token may live at most {MAX_TOKEN_SECONDS // 86400} days",
+            },
+        ],
+    )
+
+
+def admission_policies() -> list[dict[str, Any]]:
+    return [*managednode_policy(), *events_policy(), *leases_policy(), *tokens_policy()]
