@@ -34,10 +34,10 @@ from nodemanager.agent.metrics import Metrics
 from nodemanager.agent.ownlabels import drifted
 from nodemanager.agent.peers import PeerFilter, clean_own
 from nodemanager.agent.reconcile import Reconciler
-from nodemanager.agent.revisions import REVISION_LABEL, admitted, report
-from nodemanager.agent.signals import Signals
 from nodemanager.agent.refs import referenced
+from nodemanager.agent.revisions import REVISION_LABEL, admitted, report
 from nodemanager.agent.selftest import PolicySelfTest
+from nodemanager.agent.signals import Signals
 from nodemanager.agent.state import Snapshot, StateStore
 from nodemanager.agent.status import differs
 from nodemanager.agent.upgrade import Upgrader

@@ -29,8 +29,8 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from nodemanager.api import File, Node, Ref
 from nodemanager.desired.merge import DesiredState
-from nodemanager.desired.sandbox import JobFailed, Limits, run_limited
 from nodemanager.desired.redact import scrub
+from nodemanager.desired.sandbox import JobFailed, Limits, run_limited
 
 
 @dataclass(frozen=True)

@@ -181,7 +181,7 @@ def test_1_registration(fleet, plane, admin, zipapp, tmp_path_factory):
         t0 = time.monotonic()
         # once, as an admin: the objects one node needs, and a short-lived bootstrap credential
         approve = ["--node-labels", node.node_labels] if node.node_labels else []
-        manifests = nodemanager(zipapp, "rbac", "--hostname", node.name, *approve)
+        manifests = nodemanager(zipapp, "rbac", "--shared", "--hostname", node.name, *approve)
         kubectl(plane, "apply", "-f", "-", stdin=manifests)
         bootstrap = kit / f"{node.name}.bootstrap"
         nodemanager(
