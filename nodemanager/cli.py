@@ -765,7 +765,9 @@ def rbac(
     """Print RBAC objects to apply yourself: `--shared` once, then `--hostname H` per node.
 
     The per-node output holds only that node's objects, so piping it to `kubectl delete -f -`
-    removes that node and nothing else."""
+    removes that node and nothing else. It grants no Secret or ConfigMap: the fleet controller
+    (`nodemanager controller`, deploy/controller.yaml) grants each node exactly those its
+    ConfigSets reference, so ConfigSets with secretRefs or configMapRefs need it running."""
     from nodemanager.bootstrap.rbac import manifests, shared_manifests
 
     groups = [g.strip() for g in lease_groups.split(",") if g.strip()]
@@ -774,7 +776,15 @@ def rbac(
     docs = (shared_manifests(namespace) if shared else []) + (
         manifests(hostname, namespace, _labels(node_labels), groups) if hostname else []
     )
+    if hostname and output_format != "json":
+        click.echo(SECRETS_NOTE)
     _emit(docs, output_format)
+
+
+SECRETS_NOTE = """\
+# No Secret or ConfigMap is granted here. The fleet controller (nodemanager controller,
+# deploy/controller.yaml) keeps the Role nodemanager-refs-<node> naming exactly those the node's
+# ConfigSets reference: run it when ConfigSets use secretRefs or configMapRefs."""
 
 
 def _ttl(text: str, flag: str) -> int:

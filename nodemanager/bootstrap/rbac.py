@@ -9,12 +9,12 @@ The node's account reads ConfigSets and ManagedNodes of its namespace, creates a
 its own ManagedNode and Lease, records Events and renews its own token. RBAC cannot see fields,
 so the admission policies add what it cannot say (see bootstrap/policy.py).
 
-The weak point: RBAC here grants get/list/watch on every Secret and ConfigMap of the namespace,
-because only the fleet controller knows which ones each node's ConfigSets reference. The agent
-itself reads only those by name (``fieldSelector=metadata.name=<name>``, which RBAC authorises
-against ``resourceNames``), so once the controller keeps a per-node Role with those names, this
-grant can go. Until then a compromised host can read every Secret in the namespace: keep
-Secrets of different trust levels in different namespaces.
+Secrets and ConfigMaps are not granted here at all: only the fleet controller knows which ones
+each node's ConfigSets reference, so it keeps the Role ``nodemanager-refs-<node>`` naming
+exactly those (controller/access.py), and the agent reads them by name
+(``fieldSelector=metadata.name=<name>``, which RBAC authorises against ``resourceNames``).
+Without a running controller a node can read no Secret or ConfigMap: a file referencing one
+reports it missing (kube/refs.py) until the controller grants it.
 """
 
 from __future__ import annotations
@@ -68,9 +68,8 @@ def node_rules(hostname: str, lease_groups: Sequence[str] = ()) -> list[dict[str
             "resourceNames": [hostname],
             "verbs": ["update", "patch"],
         },
-        # The weak point (see the module docstring): namespace-wide until the controller's
-        # per-node Role names the referenced objects.
-        {"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": read},
+        # No Secrets or ConfigMaps: the controller's Role nodemanager-refs-<node> names those
+        # its ConfigSets reference (see the module docstring).
         # Admitted revisions of staged ConfigSets (their content; the controller writes them).
         {"apiGroups": ["apps"], "resources": ["controllerrevisions"], "verbs": read},
         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},

@@ -175,6 +175,13 @@ class Informer:
                 if need_list:
                     self._list()
                     need_list = False
+                if not self._rv:
+                    # A listing without a version (a name this node may not read yet, see
+                    # kube/refs.py) cannot be watched from: list again after the backoff, so
+                    # the object arrives soon after access is granted.
+                    need_list = True
+                    stop.wait(backoff.next())
+                    continue
                 self._watch(stop)
                 backoff.reset()
             except ApiException as e:

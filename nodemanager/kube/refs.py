@@ -7,8 +7,9 @@ never the whole namespace. The set follows what the node's ConfigSets reference:
 start a watch, names no longer referenced stop theirs and leave the cache.
 
 A name the node may not read (403) lists as absent, so the template that needs it reports a
-missing Secret and the rest of the node still applies; the watch keeps retrying and, started
-without a resourceVersion, delivers the object once access is granted.
+missing Secret and the rest of the node still applies; with no resourceVersion to watch from,
+the informer lists again after its backoff (at most 30 s), delivering the object once the
+controller grants access.
 """
 
 from __future__ import annotations

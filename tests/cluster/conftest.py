@@ -66,3 +66,24 @@ def namespace(api_client) -> str:
         client.V1Namespace(metadata=client.V1ObjectMeta(name=name))
     )
     return name
+
+
+_measured: list[tuple[str, float]] = []
+
+
+@pytest.fixture
+def measured():
+    """``measured(what, seconds)``: a number the issue asks for, printed at the end of the run."""
+
+    def record(what: str, seconds: float) -> None:
+        _measured.append((what, seconds))
+        print(f"measured: {what}: {seconds:.2f} s")
+
+    return record
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _measured:
+        terminalreporter.write_sep("-", "measured")
+        for what, seconds in _measured:
+            terminalreporter.write_line(f"{what:<60} {seconds:7.2f} s")

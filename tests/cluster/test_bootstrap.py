@@ -203,9 +203,16 @@ def test_node_credential_is_least_privilege(
             client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[])),
         )
     )
-    # What it may do: read its namespace's ConfigSets and Secrets, renew its own token.
+    # No Secret or ConfigMap of its own namespace either: only the fleet controller's per-node
+    # Role grants those, by name (tests/cluster/test_controller_access.py).
+    core.create_namespaced_secret(
+        ns, client.V1Secret(metadata=client.V1ObjectMeta(name="db"), string_data={"pw": "x"})
+    )
+    denied(lambda: node_core.read_namespaced_secret("db", ns))
+    denied(lambda: node_core.list_namespaced_secret(ns))
+    denied(lambda: node_core.list_namespaced_config_map(ns))
+    # What it may do: read its namespace's ConfigSets, renew its own token.
     custom.list_namespaced_custom_object(GROUP, VERSION, ns, "configsets")
-    node_core.list_namespaced_secret(ns)
     node_api.close()
 
     # An administrator's label stays the administrator's.

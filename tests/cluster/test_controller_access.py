@@ -1,5 +1,7 @@
 """Per-node Secret and ConfigMap access kept by the controller, proven with the API server's own
-authorizer: requests impersonate each node's ServiceAccount."""
+authorizer: each node uses its own credential made the README way (`rbac --hostname`, `token`,
+`bootstrap`), which grants no Secret or ConfigMap at all, and the controller runs with the
+credential of the ServiceAccount deploy/controller.yaml ships."""
 
 from __future__ import annotations
 
@@ -9,27 +11,28 @@ from collections.abc import Iterator
 import pytest
 from kubernetes import client, config
 
-from tests.cluster.controller import ControllerProcess
+from tests.cluster.controller import ControllerProcess, shipped_kubeconfig
 from tests.cluster.helpers import eventually
 from tests.cluster.test_daemon import GROUP, VERSION, put_configset
+from tests.cluster.test_isolation import credential
 
 pytestmark = pytest.mark.cluster
 
 
 @pytest.fixture
 def controller(kubeconfig, namespace, tmp_path) -> Iterator[ControllerProcess]:
-    c = ControllerProcess(kubeconfig, namespace, tmp_path, "--sync-period", "1s").start()
+    own = shipped_kubeconfig(kubeconfig, namespace, tmp_path)
+    c = ControllerProcess(own, namespace, tmp_path, "--sync-period", "1s").start()
     eventually(c.leading, timeout=120, message="controller ready")
     yield c
     assert c.stop() == 0
 
 
-def as_node(kubeconfig: str, namespace: str, node: str) -> client.CoreV1Api:
-    api = config.new_client_from_config(kubeconfig)
-    api.set_default_header(
-        "Impersonate-User", f"system:serviceaccount:{namespace}:nodemanager-{node}"
+def as_node(kubeconfig: str, namespace: str, node: str, directory) -> client.CoreV1Api:
+    """The node's own credential (README flow)."""
+    return client.CoreV1Api(
+        config.new_client_from_config(str(credential(kubeconfig, namespace, node, directory)))
     )
-    return client.CoreV1Api(api)
 
 
 def can_read(core: client.CoreV1Api, namespace: str, secret: str) -> bool:
@@ -61,9 +64,10 @@ def secret_file(path, *secrets):
 
 
 def test_each_node_reads_only_the_secrets_its_configsets_reference(
-    api_client, kubeconfig, namespace, controller
+    api_client, kubeconfig, namespace, controller, tmp_path, measured
 ):
     core = client.CoreV1Api(api_client)
+    a, b = (as_node(kubeconfig, namespace, n, tmp_path) for n in ("a", "b"))
     for name in ("sa", "sb", "sc"):
         core.create_namespaced_secret(
             namespace,
@@ -72,6 +76,11 @@ def test_each_node_reads_only_the_secrets_its_configsets_reference(
     core.create_namespaced_config_map(
         namespace, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="cm-a"), data={"k": "v"})
     )
+    # `rbac` alone grants no Secret or ConfigMap, not even by name.
+    assert not can_read(a, namespace, "sa")
+    with pytest.raises(client.ApiException) as e:
+        a.read_namespaced_config_map("cm-a", namespace)
+    assert e.value.status == 403
     managed_node(api_client, namespace, "a", {"role": "a"})
     managed_node(api_client, namespace, "b", {"role": "b"})
     put_configset(
@@ -89,7 +98,6 @@ def test_each_node_reads_only_the_secrets_its_configsets_reference(
         "for-b",
         {"selector": {"matchLabels": {"role": "b"}}, "files": [secret_file("/etc/b", "sb")]},
     )
-    a, b = as_node(kubeconfig, namespace, "a"), as_node(kubeconfig, namespace, "b")
     eventually(lambda: can_read(a, namespace, "sa") and can_read(b, namespace, "sb"), timeout=30)
     assert not can_read(a, namespace, "sb"), "a must not read a Secret only b's ConfigSet names"
     assert not can_read(b, namespace, "sa")
@@ -134,4 +142,5 @@ def test_each_node_reads_only_the_secrets_its_configsets_reference(
     eventually(
         lambda: can_read(b, namespace, "sc") and not can_read(b, namespace, "sb"), timeout=30
     )
-    print(f"secret access: granted in {granted_in:.2f} s, revoked in {revoked_in:.2f} s")
+    measured("Secret reference granted (node's credential)", granted_in)
+    measured("Secret reference revoked (node's credential)", revoked_in)

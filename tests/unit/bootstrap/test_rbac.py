@@ -30,3 +30,18 @@ def test_token_lifetime_is_capped_in_days():
         check_ttl(MAX_TTL_SECONDS + 1, "--token-ttl")
     with pytest.raises(ValueError, match="at least 10 minutes"):
         check_ttl(60, "--ttl")
+
+
+def test_nodes_get_no_secret_or_configmap_the_controller_grants_those():
+    rules = [r for d in manifests("b", "ns") if d["kind"] == "Role" for r in d["rules"]]
+    assert not [r for r in rules if {"secrets", "configmaps"} & set(r["resources"])]
+
+
+def test_rbac_output_says_the_controller_is_needed_for_references():
+    from click.testing import CliRunner
+
+    from nodemanager.cli import main
+
+    out = CliRunner().invoke(main, ["rbac", "--hostname", "b"]).output
+    assert out.startswith("# No Secret or ConfigMap is granted here.")
+    assert "nodemanager controller" in out.split("apiVersion")[0]
