@@ -27,7 +27,7 @@ from typing import Any
 from nodemanager import __version__
 from nodemanager.agent import cleanup
 from nodemanager.agent.grouplocks import GroupLocks
-from nodemanager.agent.health import Liveness, serve_health, serve_metrics
+from nodemanager.agent.health import Liveness, serve_health
 from nodemanager.agent.hostfeatures import HostFeatures
 from nodemanager.agent.identity import identify
 from nodemanager.agent.metrics import Metrics
@@ -43,12 +43,14 @@ from nodemanager.agent.status import differs
 from nodemanager.agent.upgrade import Upgrader
 from nodemanager.agent.writer import Writer
 from nodemanager.api import ConfigSet, parse_duration
+from nodemanager.backoff import Backoff
+from nodemanager.endpoints import serve_metrics
 from nodemanager.executor.run import apply
 from nodemanager.host.observe import observe
 from nodemanager.kube import watches
 from nodemanager.kube.client import ClientFactory
 from nodemanager.kube.errors import Forbidden
-from nodemanager.kube.informer import Backoff, Informer, Kind
+from nodemanager.kube.informer import Informer, Kind
 from nodemanager.kube.locks import GroupLock
 from nodemanager.kube.nodes import NodeClient
 from nodemanager.kube.notify import NOTIFIED_AT, NOTIFIED_BY, Notifier
@@ -252,14 +254,10 @@ class Daemon:
                 log.info("registered ManagedNode %s/%s", self.opts.namespace, self.name)
                 self.dirty.mark("registered")
                 return
-            except Forbidden as e:
-                if self.opts.node_labels and "label" in str(e):
+            except Exception as e:
+                if isinstance(e, Forbidden) and self.opts.node_labels and "label" in str(e):
                     self._refuse_labels(e)
                     return
-                delay = backoff.next()
-                log.warning("cannot register ManagedNode (%s); retrying in %.0f s", e, delay)
-                self.stop.wait(delay)
-            except Exception as e:
                 delay = backoff.next()
                 log.warning("cannot register ManagedNode (%s); retrying in %.0f s", e, delay)
                 self.stop.wait(delay)
@@ -501,6 +499,7 @@ class Daemon:
         requeue_at: float | None = None
         peers_pending, peers_due = False, now
         waiting_for_cache = False
+        crashes = Backoff()  # a bug in reconcile must not become a busy loop, nor a fixed wait
         self.dirty.mark("start", full=True)
         while not self.stop.is_set():
             if self._drift_period() != period:  # spec.reconcilePeriod changed: from the last check
@@ -523,9 +522,11 @@ class Daemon:
             self.liveness.busy()
             try:
                 done, requeue = self.reconcile_once(full)
+                crashes.reset()
             except Exception:
-                log.exception("reconcile failed")
-                done, requeue = True, 30.0
+                requeue = crashes.next()
+                log.exception("reconcile failed; retrying in %.0f s", requeue)
+                done = True
             finally:
                 self.liveness.idle()
             waiting_for_cache = not done

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from nodemanager.kube.informer import Backoff
+from nodemanager.backoff import Backoff
 
 log = logging.getLogger(__name__)
 MAX_QUEUED = 100

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from http.server import ThreadingHTTPServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
-from prometheus_client.exposition import MetricsHandler
+
+from nodemanager.endpoints import Probe, serve_metrics, serve_probes
 
 
 class ControllerMetrics:
@@ -34,21 +33,6 @@ class ControllerMetrics:
         )
 
 
-def _address(text: str) -> tuple[str, int] | None:
-    """':8082' -> ('', 8082); '0' or '' disables the endpoint."""
-    if text in ("", "0"):
-        return None
-    host, _, port = text.rpartition(":")
-    return host.strip("[]"), int(port)
-
-
-def _start(address: tuple[str, int], handler: Any) -> ThreadingHTTPServer:
-    server = ThreadingHTTPServer(address, handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, name=f"http-{address[1]}", daemon=True).start()
-    return server
-
-
 def serve(
     metrics_address: str,
     health_address: str,
@@ -56,29 +40,12 @@ def serve(
     alive: Callable[[], bool],
     leading: Callable[[], bool],
 ) -> list[ThreadingHTTPServer]:
-    servers = []
-    address = _address(metrics_address)
-    if address:
-        servers.append(_start(address, MetricsHandler.factory(metrics.registry)))
-    address = _address(health_address)
-    if address:
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                if self.path == "/healthz":
-                    code, body = (200, b"ok") if alive() else (503, b"stopping")
-                elif self.path == "/readyz":
-                    code, body = (200, b"leading") if leading() else (503, b"standby")
-                else:
-                    code, body = 404, b"not found"
-                self.send_response(code)
-                self.send_header("Content-Type", "text/plain")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        servers.append(_start(address, Handler))
-    return servers
+    probes: dict[str, Probe] = {
+        "/healthz": lambda: (200, "ok") if alive() else (503, "stopping"),
+        "/readyz": lambda: (200, "leading") if leading() else (503, "standby"),
+    }
+    servers = [
+        serve_metrics(metrics_address, metrics.registry),
+        serve_probes(health_address, probes),
+    ]
+    return [s for s in servers if s]

@@ -18,6 +18,7 @@ from typing import Any
 from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 
+from nodemanager.backoff import Backoff
 from nodemanager.kube.client import CONNECT_TIMEOUT, ClientFactory
 
 log = logging.getLogger(__name__)
@@ -29,19 +30,6 @@ class Kind:
 
     name: str
     lister: Callable[[Any], Callable[..., Any]]
-
-
-class Backoff:
-    def __init__(self, base: float = 0.5, cap: float = 30.0):
-        self.base, self.cap, self.attempt = base, cap, 0
-
-    def next(self) -> float:
-        delay = min(self.cap, self.base * 2.0**self.attempt)
-        self.attempt += 1
-        return delay * random.uniform(0.5, 1.0)  # jitter: agents must not reconnect in lockstep
-
-    def reset(self) -> None:
-        self.attempt = 0
 
 
 class Informer:
@@ -168,7 +156,7 @@ class Informer:
 
     def run(self, stop: threading.Event) -> None:
         """List and watch until ``stop`` is set. Runs in its own thread."""
-        backoff = Backoff()
+        backoff = Backoff(0.5, 30.0)
         need_list = True
         while not stop.is_set():
             try:

@@ -6,7 +6,8 @@ import urllib.request
 
 from prometheus_client import CollectorRegistry
 
-from nodemanager.agent.health import Liveness, serve_health, serve_metrics
+from nodemanager.agent.health import Liveness, serve_health
+from nodemanager.endpoints import serve_metrics
 
 
 def get(port: int, path: str) -> int:
