@@ -228,6 +228,13 @@ def _run_options(f: F) -> F:
             "(default: systemctl reboot, or shutdown -r now).",
         ),
         click.option(
+            "--drain-timeout",
+            default="10m",
+            show_default=True,
+            help="Before an upgrade, wait this long for the pods of the Kubernetes Node of this "
+            "host's name to be evicted (`rbac --drain`); then upgrade anyway.",
+        ),
+        click.option(
             "--log-format", type=click.Choice(["json", "text"]), default="json", show_default=True
         ),
         click.option(
@@ -272,6 +279,7 @@ def run(
     reconcile_timeout: str,
     backup_max_age: str,
     reboot_command: str,
+    drain_timeout: str,
     log_format: str,
     log_level: str,
 ) -> None:
@@ -298,6 +306,7 @@ def run(
         peer_min_interval=_duration(peer_min_interval),
         reconcile_timeout=_duration(reconcile_timeout),
         reboot_command=reboot_command.split() or None,
+        drain_timeout=_duration(drain_timeout),
         metrics_bind_address=metrics_bind_address,
         health_probe_bind_address=health_probe_bind_address,
         token_renewer=renewer,
@@ -753,6 +762,12 @@ def _default_node_kubeconfig() -> str:
     default="",
     help="Comma-separated services[].lock_group and spec.upgrade.group names the node may lock.",
 )
+@click.option(
+    "--drain",
+    is_flag=True,
+    help="Also let the node cordon and drain the Kubernetes Node of its name before upgrades "
+    "(cluster-wide: list pods, create evictions).",
+)
 @_output_format_option()
 def rbac(
     hostname: str | None,
@@ -760,6 +775,7 @@ def rbac(
     namespace: str,
     node_labels: str | None,
     lease_groups: str,
+    drain: bool,
     output_format: str,
 ) -> None:
     """Print RBAC objects to apply yourself: `--shared` once, then `--hostname H` per node.
@@ -774,7 +790,7 @@ def rbac(
     if not hostname and not shared:
         raise click.UsageError("give --hostname H (one node's objects) and/or --shared")
     docs = (shared_manifests(namespace) if shared else []) + (
-        manifests(hostname, namespace, _labels(node_labels), groups) if hostname else []
+        manifests(hostname, namespace, _labels(node_labels), groups, drain) if hostname else []
     )
     if hostname and output_format != "json":
         click.echo(SECRETS_NOTE)

@@ -49,6 +49,7 @@ from nodemanager.executor.run import apply
 from nodemanager.host.observe import observe
 from nodemanager.kube import watches
 from nodemanager.kube.client import ClientFactory
+from nodemanager.kube.drain import NodeDrainer
 from nodemanager.kube.errors import Forbidden
 from nodemanager.kube.informer import Informer, Kind
 from nodemanager.kube.locks import GroupLock
@@ -74,6 +75,7 @@ class Options:
     reconcile_timeout: float = 1800.0  # a reconcile running longer fails /healthz; 0: never
     backup_max_age: float | None = 30 * 86400.0  # None: keep file backups forever
     reboot_command: list[str] | None = None  # after an upgrade that needs one; None: the host's
+    drain_timeout: float = 600.0  # seconds a drain before an upgrade may take
     metrics_bind_address: str = ":8080"
     health_probe_bind_address: str = ":8081"
     token_renewer: Any = (
@@ -132,6 +134,8 @@ class Daemon:
             state_dir=opts.state_dir,
             metrics=self.metrics,
             locker=GroupLock(self.clients, opts.namespace, self.name),
+            drainer=NodeDrainer(self.clients, self.name),
+            drain_timeout=opts.drain_timeout,
             reboot=opts.reboot_command,
         )
         self.work = threading.Lock()  # one of reconcile or upgrade changes the host at a time
@@ -318,7 +322,9 @@ class Daemon:
         others = [c for c in conditions if c["type"] != "Upgrading"]
         condition = self.upgrader.condition(prior, status.get("observedGeneration", 0), now)
         try:
-            self.node_client.patch_status({"conditions": [*others, condition]})
+            self.node_client.patch_status(
+                {**self.upgrader.status(), "conditions": [*others, condition]}
+            )
         except Exception as e:
             log.warning("status write failed: %s", e)
 

@@ -7,11 +7,15 @@ until the run, restart included, is over; a node that finds the Lease held waits
 change and the restart it causes happen on one node of the group at a time. A node that waited
 longer than the timeout changes nothing and reports which node held the Lease; the next
 reconcile tries again. Without a cluster (``apply -f``) there is no one to wait for.
+
+A held Lease is renewed every third of its duration (``Renewal``) until it is given back, so a
+long run keeps it, while an agent that died holding it loses it one duration later.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -50,6 +54,35 @@ def groups_to_lock(plan: Plan, resources: list[str]) -> list[str]:
     return sorted(groups)
 
 
+class Renewal:
+    """Renew the Leases in ``names`` (a list the owner may grow) every ``period`` seconds,
+    a third of their duration unless told, from a thread, until ``stop``."""
+
+    def __init__(
+        self, locker: Locker, names: list[str], duration: int, period: float | None = None
+    ):
+        self.locker, self.names, self.duration = locker, names, duration
+        self.period = period if period is not None else max(duration / 3, 1.0)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="lease-renewal", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.period):
+            for name in list(self.names):
+                try:
+                    holder = self.locker.try_acquire(name, self.duration)
+                except Exception as e:  # API down: try again next period, before it expires
+                    log.warning("could not renew Lease %s: %s", name, e)
+                    continue
+                if holder is not None:  # it expired before we could renew it
+                    log.warning("lost Lease %s to %s", name, holder)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+
 class GroupLocks:
     def __init__(
         self,
@@ -63,6 +96,7 @@ class GroupLocks:
         self.locker, self.wait, self.timeout, self.poll = locker, wait, timeout, poll
         self.lease_seconds = lease_seconds
         self.held: list[str] = []
+        self.renewal: Renewal | None = None
 
     def acquire(self, groups: list[str]) -> None:
         """Hold every Lease in ``groups`` (sorted, so two nodes never wait on each other)."""
@@ -80,6 +114,8 @@ class GroupLocks:
                 if holder is None:
                     self.held.append(group)
                     log.info("holding lock group %s", group)
+                    if self.renewal is None:
+                        self.renewal = Renewal(self.locker, self.held, self.lease_seconds)
                     break
                 if not announced:
                     log.info("lock group %s is held by %s; waiting", group, holder)
@@ -95,6 +131,9 @@ class GroupLocks:
                     raise GroupLockError(f"lock_group {group}: stopped while waiting")
 
     def release(self) -> None:
+        if self.renewal is not None:  # first, so no renewal races the release
+            self.renewal.stop()
+            self.renewal = None
         for group in self.held:
             try:
                 self.locker.release(group)

@@ -3,8 +3,15 @@
 - ``schedule`` (cron) names the minutes an upgrade may start; ``delay`` is the least time
   between two upgrades; the annotation ``upgrade.nodemanager/hold`` pauses them.
 - ``group`` is a Lease in the namespace: a node upgrades only while it holds it, so one node
-  of the group upgrades at a time; one that finds it held skips that slot. The Lease is kept
-  through a reboot and given back when the agent comes back up.
+  of the group upgrades at a time; one that finds it held skips that slot. The Lease lasts
+  UPGRADE_LEASE seconds and is renewed while the upgrade runs (``Renewal``), so a long upgrade
+  keeps it and a crashed agent's expires soon; before a reboot it is renewed for REBOOT_LEASE
+  seconds, and given back when the agent comes back up.
+- When a Kubernetes Node of the host's name exists (``kube/drain.py``), it is cordoned and
+  drained before the upgrade and uncordoned after it (after the reboot, if one), only when this
+  agent cordoned it; ``status.kubernetesNodeCordoned`` says since when (upstream's field). Pods
+  still there at the drain timeout do not stop the upgrade (upstream's choice); the message says
+  which.
 - The upgrade is one task through the family's Ansible module (``playbook/upgrade.py``). When it
   requires a reboot (``host/reboot.py``), the agent records that, then reboots.
 
@@ -22,10 +29,10 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from nodemanager.agent.cron import Cron
-from nodemanager.agent.grouplocks import Locker
+from nodemanager.agent.grouplocks import Locker, Renewal
 from nodemanager.agent.metrics import Metrics
 from nodemanager.api import parse_duration
 from nodemanager.executor.errors import ExecutorError
@@ -38,6 +45,18 @@ from nodemanager.playbook.upgrade import upgrade_plan
 
 log = logging.getLogger(__name__)
 HOLD = "upgrade.nodemanager/hold"
+UPGRADE_LEASE = 300  # seconds; renewed every third of it while the upgrade runs
+REBOOT_LEASE = 1800  # seconds the group stays held for a reboot (no agent renews it then)
+
+
+class Drainer(Protocol):
+    """The Kubernetes Node named like this host (``kube/drain.py``)."""
+
+    def cordon(self) -> bool | None: ...
+
+    def drain(self, timeout: float) -> list[str]: ...
+
+    def uncordon(self) -> None: ...
 
 
 def rfc3339(t: float) -> str:
@@ -85,6 +104,7 @@ class UpgradeState:
     message: str = ""
     reboot_pending: bool = False
     group: str | None = None  # the Lease held through the reboot
+    cordoned: float | None = None  # when this agent cordoned the Kubernetes Node
     kernels: list[str] = field(default_factory=list)
 
 
@@ -97,6 +117,8 @@ class Upgrader:
         state_dir: str,
         metrics: Metrics,
         locker: Locker | None = None,
+        drainer: Drainer | None = None,
+        drain_timeout: float = 600.0,
         run: Callable[[Plan], RunResult] = execute,
         reboot: list[str] | None = None,
         clock: Callable[[], float] = time.time,
@@ -104,6 +126,8 @@ class Upgrader:
         self.name, self.family, self.metrics, self.locker = name, family, metrics, locker
         self.path = Path(state_dir) / "upgrade.json"
         self.run, self.clock = run, clock
+        self.drainer, self.drain_timeout = drainer, drain_timeout
+        self.renewal: Renewal | None = None
         self.reboot = reboot or reboot_command()
         self.state = self._load()
         self.upgrading = False
@@ -122,9 +146,14 @@ class Upgrader:
         write_atomic(self.path, json.dumps(asdict(self.state)).encode(), mode=0o600)
 
     def returned(self) -> bool:
-        """After the reboot an upgrade asked for: give the group Lease back. Whether it did."""
+        """After the reboot an upgrade asked for: uncordon, give the group Lease back. Also
+        after an agent died mid-upgrade: uncordon what it cordoned. Whether anything changed."""
         if not self.state.reboot_pending:
-            return False
+            if self.state.cordoned is None:
+                return False
+            self._release()
+            self._save()
+            return True
         log.info("back from the reboot after the upgrade")
         self._release()
         self.state.reboot_pending, self.state.result = False, "Succeeded"
@@ -158,21 +187,48 @@ class Upgrader:
             log.debug("no upgrade: %s", reason)
             return False
         if spec.group and self.locker:
-            holder = self.locker.try_acquire(spec.group, 3600)
+            holder = self.locker.try_acquire(spec.group, UPGRADE_LEASE)
             if holder is not None:
                 log.info("upgrade group %s is held by %s; skipping this slot", spec.group, holder)
                 return False
             self.state.group = spec.group
+            self.renewal = Renewal(self.locker, [spec.group], UPGRADE_LEASE)
         self.upgrading = True
         try:
-            on_start()
-            self._upgrade(now)
+            left = self._cordon(now)
+            if left is not None:
+                on_start()
+                self._upgrade(now, left)
         finally:
             self.upgrading = False
+            if self.renewal is not None:  # still set: something raised
+                self._release()
         return True
 
-    def _upgrade(self, now: float) -> None:
+    def _cordon(self, now: float) -> list[str] | None:
+        """Cordon and drain the Kubernetes Node if there is one: the pods left, or None when
+        it could not be cordoned (the upgrade is not started then)."""
+        if self.drainer is None:
+            return []
+        try:
+            if self.drainer.cordon():
+                self.state.cordoned = self.clock()
+                self._save()  # an agent that dies from here on uncordons when it starts again
+            elif self.state.cordoned is None:
+                return []  # no Node, or an administrator's cordon: not ours to drain or undo
+            return self.drainer.drain(self.drain_timeout)
+        except Exception as e:
+            log.warning("cannot cordon and drain the Kubernetes Node: %s", e)
+            self.state.result = "Failed"
+            self.state.message = f"cordon and drain of Kubernetes Node {self.name}: {e}"[:1000]
+            self.state.last_attempt = now
+            self._release()
+            self._save()
+            return None
+
+    def _upgrade(self, now: float, left: list[str]) -> None:
         kernels = installed_kernels()
+        undrained = f"; pods not drained in time: {', '.join(left[:20])}" if left else ""
         started = time.monotonic()
         log.info("upgrading the OS (%s)", self.family)
         try:
@@ -188,7 +244,7 @@ class Upgrader:
         self.metrics.upgrades.labels(node, "error" if failed else "success").inc()
         if failed:
             log.warning("upgrade failed: %s", message)
-            self.state.result, self.state.message = "Failed", message[:1000]
+            self.state.result, self.state.message = "Failed", (message + undrained)[:1000]
             self.state.last_attempt = now
             self._release()
             self._save()
@@ -197,12 +253,19 @@ class Upgrader:
         self.metrics.last_upgrade.labels(node).set(self.state.last_upgrade)
         why = reboot_required(kernels)
         if why is None:
-            self.state.result, self.state.message = "Succeeded", "upgraded; no reboot needed"
+            self.state.result = "Succeeded"
+            self.state.message = ("upgraded; no reboot needed" + undrained)[:1000]
             self._release()
             self._save()
             return
         self.state.result, self.state.message = "RebootPending", f"rebooting: {why}"
         self.state.reboot_pending, self.state.kernels = True, sorted(kernels)
+        self._stop_renewal()
+        if self.state.group and self.locker:  # the reboot gets its own, longer, term
+            try:
+                self.locker.try_acquire(self.state.group, REBOOT_LEASE)
+            except Exception as e:
+                log.warning("could not extend upgrade group %s: %s", self.state.group, e)
         self._save()  # before the reboot: the agent must know on its way back up
         log.info("upgrade needs a reboot (%s): %s", why, " ".join(self.reboot))
         proc = subprocess.run(self.reboot, capture_output=True, text=True)
@@ -212,7 +275,20 @@ class Upgrader:
             self._release()
             self._save()
 
+    def _stop_renewal(self) -> None:
+        if self.renewal is not None:
+            self.renewal.stop()
+            self.renewal = None
+
     def _release(self) -> None:
+        """The upgrade is over: uncordon what we cordoned, give the group Lease back."""
+        self._stop_renewal()
+        if self.state.cordoned is not None and self.drainer is not None:
+            try:
+                self.drainer.uncordon()
+                self.state.cordoned = None
+            except Exception as e:  # kept: retried on the next upgrade check
+                log.warning("could not uncordon the Kubernetes Node: %s", e)
         if self.state.group and self.locker:
             try:
                 self.locker.release(self.state.group)
@@ -223,8 +299,11 @@ class Upgrader:
     # -- status ------------------------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
-        last = self.state.last_upgrade
-        return {"lastUpgrade": rfc3339(last)} if last else {}
+        last, cordoned = self.state.last_upgrade, self.state.cordoned
+        out: dict[str, Any] = {"lastUpgrade": rfc3339(last)} if last else {}
+        # None deletes the field from the stored status (a merge patch).
+        out["kubernetesNodeCordoned"] = rfc3339(cordoned) if cordoned else None
+        return out
 
     def condition(self, previous: Mapping[str, Any], generation: int, now: str) -> dict[str, Any]:
         """The Upgrading condition: True while an upgrade or its reboot is under way."""

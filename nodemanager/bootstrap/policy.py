@@ -11,6 +11,9 @@ these policies, one per resource:
   place).
 - Events: only about its own ManagedNode, created or patched.
 - Leases: held only as itself (holderIdentity), so never as another node.
+- Nodes (with ``rbac --drain``; RBAC already limits it to the Node of its own name): only
+  ``spec.unschedulable`` changes (cordon, uncordon); labels, annotations, taints and the rest of
+  the spec stay as they were.
 - Tokens: only bound to its own binding Secret and at most MAX_TOKEN_SECONDS long, so deleting
   that Secret (``nodemanager revoke``) revokes every token the node ever minted.
 
@@ -30,6 +33,7 @@ POLICY = "nodemanager-node-restriction"
 EVENTS_POLICY = "nodemanager-node-events"
 LEASES_POLICY = "nodemanager-node-leases"
 TOKENS_POLICY = "nodemanager-node-tokens"
+NODES_POLICY = "nodemanager-node-cordon"
 MAX_TOKEN_SECONDS = 30 * 86400
 KUBE_OS = ("linux", "freebsd")
 
@@ -41,7 +45,10 @@ HEX_SHA1, HEX_SHA256 = "^[0-9a-f]{40}$", "^[0-9a-f]{64}$"
 
 
 def _policy(
-    name: str, rules: list[dict[str, Any]], validations: list[dict[str, str]]
+    name: str,
+    rules: list[dict[str, Any]],
+    validations: list[dict[str, str]],
+    is_node: str = f"request.userInfo.username.startsWith({ME})",
 ) -> list[dict[str, Any]]:
     return [
         {
@@ -61,7 +68,7 @@ def _policy(
                 "matchConditions": [
                     {
                         "name": "is-a-node-account",
-                        "expression": f"request.userInfo.username.startsWith({ME})",
+                        "expression": is_node,
                     }
                 ],
                 "validations": [{**v, "reason": "Forbidden"} for v in validations],
@@ -214,6 +221,38 @@ def leases_policy() -> list[dict[str, Any]]:
     )
 
 
+# Nodes are cluster-scoped: the request has no namespace, so any namespace's node account.
+NODE_ACCOUNT = "^system:serviceaccount:[^:]+:nodemanager-"
+NODE_FIELDS = (
+    "metadata.labels", "metadata.annotations", "metadata.finalizers", "metadata.ownerReferences",
+    "spec.taints", "spec.podCIDR", "spec.podCIDRs", "spec.providerID",
+)  # fmt: skip
+
+
+def nodes_policy() -> list[dict[str, Any]]:
+    unchanged = " && ".join(
+        f"(has(object.{f}) == has(oldObject.{f}) && (!has(object.{f}) || "
+        f"object.{f} == oldObject.{f}))"
+        for f in NODE_FIELDS
+    )
+    return _policy(
+        NODES_POLICY,
+        [_rule("", ["nodes"], ["CREATE", "UPDATE", "DELETE"])],
+        [
+            {
+                "expression": "request.operation == 'UPDATE' && request.userInfo.username"
+                ".endsWith(':nodemanager-' + object.metadata.name)",
+                "message": "a node may only update the Kubernetes Node of its own name",
+            },
+            {
+                "expression": f"request.operation != 'UPDATE' || ({unchanged})",
+                "message": "a node may only change spec.unschedulable of its Kubernetes Node",
+            },
+        ],
+        is_node=f"request.userInfo.username.matches('{NODE_ACCOUNT}')",
+    )
+
+
 def tokens_policy() -> list[dict[str, Any]]:
     ref = "object.spec.boundObjectRef"
     return _policy(
@@ -236,4 +275,10 @@ def tokens_policy() -> list[dict[str, Any]]:
 
 
 def admission_policies() -> list[dict[str, Any]]:
-    return [*managednode_policy(), *events_policy(), *leases_policy(), *tokens_policy()]
+    return [
+        *managednode_policy(),
+        *events_policy(),
+        *leases_policy(),
+        *tokens_policy(),
+        *nodes_policy(),
+    ]

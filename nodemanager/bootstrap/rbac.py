@@ -15,6 +15,13 @@ exactly those (controller/access.py), and the agent reads them by name
 (``fieldSelector=metadata.name=<name>``, which RBAC authorises against ``resourceNames``).
 Without a running controller a node can read no Secret or ConfigMap: a file referencing one
 reports it missing (kube/refs.py) until the controller grants it.
+
+``--drain`` (opt-in, for hosts that are Kubernetes Nodes) adds a ClusterRole: get and patch of
+the Node named after the host only (the admission policy lets it change nothing there but
+``spec.unschedulable``), and, cluster-wide because RBAC cannot narrow them to one Node's pods,
+list pods and create evictions. So a compromised host with ``--drain`` can read every pod's
+spec and evict any pod, within its PodDisruptionBudgets: grant it only where the upgrade must
+drain.
 """
 
 from __future__ import annotations
@@ -83,6 +90,35 @@ def node_rules(hostname: str, lease_groups: Sequence[str] = ()) -> list[dict[str
     ]
 
 
+def drain_rules(hostname: str) -> list[dict[str, Any]]:
+    """Cordon and drain the Kubernetes Node of the host's name (``kube/drain.py``)."""
+    return [
+        {"apiGroups": [""], "resources": ["nodes"], "resourceNames": [hostname],
+         "verbs": ["get", "patch"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+        {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]},
+    ]  # fmt: skip
+
+
+def _cluster_role(name: str, rules: list[dict[str, Any]], sa: str, ns: str) -> list[dict[str, Any]]:
+    ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name}
+    return [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": name, "labels": LABELS},
+            "rules": rules,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": name, "labels": LABELS},
+            "roleRef": ref,
+            "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": ns}],
+        },
+    ]
+
+
 def approved_node(hostname: str, namespace: str, node_labels: Mapping[str, str]) -> dict[str, Any]:
     """The node's ManagedNode carrying the custom labels the administrator approves
     (``rbac --node-labels role=web``), as kubelet's NodeRestriction leaves node labels to admins.
@@ -100,11 +136,17 @@ def manifests(
     namespace: str = "nodemanager",
     node_labels: Mapping[str, str] | None = None,
     lease_groups: Sequence[str] = (),
+    drain: bool = False,
 ) -> list[dict[str, Any]]:
     """The objects of one node only, in apply order (the namespace must exist); with
-    ``node_labels``, also its ManagedNode with those labels approved (CRDs installed first)."""
+    ``node_labels``, also its ManagedNode with those labels approved (CRDs installed first);
+    with ``drain``, the ClusterRole to cordon and drain its Kubernetes Node."""
     sa = service_account(hostname)
     approved = [approved_node(hostname, namespace, node_labels)] if node_labels else []
+    if drain:  # named after the namespace too: two namespaces may each have a node of this name
+        approved += _cluster_role(
+            f"nodemanager-drain-{namespace}-{hostname}", drain_rules(hostname), sa, namespace
+        )
     return [
         {
             "apiVersion": "v1",

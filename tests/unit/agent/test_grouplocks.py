@@ -3,7 +3,7 @@ the real API server in tests/cluster/test_lock_group.py)."""
 
 import pytest
 
-from nodemanager.agent.grouplocks import GroupLockError, GroupLocks, groups_to_lock
+from nodemanager.agent.grouplocks import GroupLockError, GroupLocks, Renewal, groups_to_lock
 from nodemanager.api import ConfigSet
 from nodemanager.desired.merge import merge
 from nodemanager.playbook.build import build
@@ -73,3 +73,30 @@ def test_an_api_refusal_is_an_error_naming_the_field():
     locks = GroupLocks(Busy([PermissionError("403 forbidden")]), wait=lambda s: None)
     with pytest.raises(GroupLockError, match="lock_group web: cannot take the Lease: 403"):
         locks.acquire(["web"])
+
+
+def test_renewal_renews_every_period_until_stopped():
+    import threading
+
+    renewed = threading.Event()
+    calls = []
+
+    class Counting:
+        def try_acquire(self, name, duration_seconds=300):
+            calls.append((name, duration_seconds))
+            if len(calls) >= 3:
+                renewed.set()
+            return None
+
+    r = Renewal(Counting(), ["g"], 30, period=0.01)
+    assert renewed.wait(5)
+    r.stop()
+    n = len(calls)
+    assert set(calls) == {("g", 30)}
+    idle = Renewal(Counting(), [], 30)
+    assert idle.period == 10  # a third of the duration by default
+    idle.stop()
+    import time
+
+    time.sleep(0.05)
+    assert len(calls) == n  # stopped

@@ -83,8 +83,11 @@ def ok_run(plan):
     return RunResult("successful", 0, (TaskResult(name, "upgrade:os", (), "changed"),))
 
 
-def upgrader(tmp_path, run=ok_run, locker=None, clock=lambda: 1_800_000_000.0, reboot=("true",)):
+def upgrader(
+    tmp_path, run=ok_run, locker=None, clock=lambda: 1_800_000_000.0, reboot=("true",), drainer=None
+):
     return Upgrader(
+        drainer=drainer,
         name="n",
         family="debian",
         state_dir=str(tmp_path),
@@ -103,7 +106,7 @@ def test_upgrade_runs_the_family_task_records_it_and_releases_the_group(tmp_path
     assert u.tick(node())
     (task,) = plans[0].playbook[0]["tasks"]
     assert task["ansible.builtin.apt"] == {"update_cache": True, "upgrade": "full"}
-    assert u.status() == {"lastUpgrade": "2027-01-15T08:00:00Z"}
+    assert u.status() == {"lastUpgrade": "2027-01-15T08:00:00Z", "kubernetesNodeCordoned": None}
     assert locker.calls == [("acquire", "g"), ("release", "g")]
     assert not u.tick(node())  # within the delay
     assert upgrader(tmp_path).state.last_upgrade == 1_800_000_000.0  # kept on disk
@@ -132,7 +135,7 @@ def test_failed_upgrade_is_reported_and_waits_for_the_delay(tmp_path):
     assert u.tick(node())
     cond = u.condition({}, 1, "t")
     assert (cond["status"], cond["reason"], cond["message"]) == ("False", "Failed", "E: broken")
-    assert u.status() == {}
+    assert u.status() == {"kubernetesNodeCordoned": None}
     assert not u.tick(node())  # a failure is not retried before the delay
 
 
@@ -143,7 +146,8 @@ def test_reboot_when_required_then_the_group_is_released_on_return(tmp_path, mon
     u = upgrader(tmp_path, locker=locker, reboot=("touch", str(marker)))
     assert u.tick(node())
     assert marker.exists()
-    assert locker.calls == [("acquire", "g")]  # held through the reboot
+    # Held through the reboot: taken, then extended to REBOOT_LEASE before it.
+    assert locker.calls == [("acquire", "g"), ("acquire", "g")]
     cond = u.condition({}, 1, "t")
     assert (cond["status"], cond["reason"]) == ("True", "RebootPending")
     back = upgrader(tmp_path, locker=locker)  # the agent after the reboot
@@ -161,3 +165,72 @@ def test_reboot_required_signs(tmp_path):
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "reboot-required").write_text("")
     assert "reboot-required" in (reboot_required(before, root=str(tmp_path)) or "")
+
+
+class Drainer:
+    """Records calls; the real one is tested on the API server in tests/cluster/test_drain.py."""
+
+    def __init__(self, log, cordon=True, left=(), fail=None):
+        self.log, self.answer, self.left, self.fail = log, cordon, list(left), fail
+
+    def cordon(self):
+        self.log.append("cordon")
+        if self.fail:
+            raise self.fail
+        return self.answer
+
+    def drain(self, timeout):
+        self.log.append("drain")
+        return self.left
+
+    def uncordon(self):
+        self.log.append("uncordon")
+
+
+def test_cordon_drain_upgrade_uncordon_in_order_with_the_status_field(tmp_path):
+    log, seen = [], []
+
+    def run(plan):
+        log.append("upgrade")
+        seen.append(u.status()["kubernetesNodeCordoned"])
+        return ok_run(plan)
+
+    u = upgrader(tmp_path, run=run, locker=Locker(), drainer=Drainer(log, left=["ns/p"]))
+    assert u.tick(node())
+    assert log == ["cordon", "drain", "upgrade", "uncordon"]
+    assert seen == ["2027-01-15T08:00:00Z"]  # recorded while cordoned
+    assert u.status()["kubernetesNodeCordoned"] is None
+    assert "pods not drained in time: ns/p" in u.condition({}, 1, "t")["message"]
+
+
+def test_a_node_cordoned_by_an_administrator_is_neither_drained_nor_uncordoned(tmp_path):
+    log = []
+    u = upgrader(tmp_path, locker=Locker(), drainer=Drainer(log, cordon=False))
+    assert u.tick(node())
+    assert log == ["cordon"]
+
+
+def test_no_upgrade_when_the_cordon_fails_and_the_group_is_released(tmp_path):
+    log, plans, locker = [], [], Locker()
+    d = Drainer(log, fail=RuntimeError("API down"))
+    u = upgrader(tmp_path, run=lambda p: plans.append(p), locker=locker, drainer=d)
+    assert u.tick(node())
+    assert plans == [] and locker.calls[-1] == ("release", "g")
+    assert "cordon and drain of Kubernetes Node n: API down" in u.condition({}, 1, "t")["message"]
+
+
+def test_after_a_reboot_and_after_a_crash_the_node_is_uncordoned(tmp_path, monkeypatch):
+    monkeypatch.setattr("nodemanager.agent.upgrade.reboot_required", lambda kernels: "flag")
+    log = []
+    u = upgrader(tmp_path, locker=Locker(), drainer=Drainer(log))
+    assert u.tick(node())
+    assert log == ["cordon", "drain"]  # rebooting, still cordoned
+    assert u.status()["kubernetesNodeCordoned"]
+    back = upgrader(tmp_path, locker=Locker(), drainer=Drainer(log))
+    assert back.tick(node(**{HOLD: ""}))  # the hold stops upgrades, not the return
+    assert log[-1] == "uncordon" and back.status()["kubernetesNodeCordoned"] is None
+    # An agent killed mid-upgrade: upgrade.json says cordoned, no reboot pending.
+    back.state.cordoned = 1.0
+    back._save()
+    again = upgrader(tmp_path, locker=Locker(), drainer=Drainer(log))
+    assert again.tick(node(**{HOLD: ""})) and log[-1] == "uncordon"

@@ -20,7 +20,7 @@ def test_shared_output_holds_the_namespace_and_policies():
     assert (
         kinds.count("ValidatingAdmissionPolicy")
         == kinds.count("ValidatingAdmissionPolicyBinding")
-        == 4
+        == 5
     )
 
 
