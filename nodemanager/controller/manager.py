@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodemanager.api import ConfigSet, InvalidObject
-from nodemanager.controller import access, liveness, rollout, staging
+from nodemanager.controller import access, events, liveness, rollout, staging
 from nodemanager.controller.serve import ControllerMetrics, serve
 from nodemanager.controller.summary import NodeView, configset_status, differs
 from nodemanager.kube import watches
@@ -27,6 +27,7 @@ from nodemanager.kube.election import LeaderElector
 from nodemanager.kube.errors import KubeError
 from nodemanager.kube.fleet import FleetClient
 from nodemanager.kube.informer import Informer, Kind
+from nodemanager.kube.recorder import EventRecorder
 
 log = logging.getLogger(__name__)
 LEADER_LEASE = "nodemanager-controller"
@@ -62,6 +63,7 @@ class Controller:
             opts.kubeconfig, on_request=lambda m: self.metrics.api_requests.labels(m).inc()
         )
         self.fleet = FleetClient(self.clients, opts.namespace)
+        self.recorder = EventRecorder(self.clients, opts.namespace, "nodemanager-controller")
         self.informers = {
             "configsets": self._informer(watches.CONFIGSETS),
             "managednodes": self._informer(watches.MANAGEDNODES),
@@ -133,6 +135,7 @@ class Controller:
                 written = None
             base = {**raw, "status": written if written is not None else cached}
             settings = rollout.Rollout.of(raw.get("spec") or {})
+            notes: list[events.Note] = []
             if settings is None:
                 wanted = configset_status(base, views, now=now)
             else:
@@ -145,21 +148,39 @@ class Controller:
                 wanted = configset_status(
                     base, views, now=now, extra=step.extra, counts=step.counts, halted=step.halted
                 )
+                notes = step.notes
                 self._rolling = self._rolling or (
                     settings.min_ready_seconds > 0 and step.extra["unavailable"] > 0
                 )
-            if not differs(wanted, base["status"]):
-                continue
-            try:
-                self.fleet.patch_configset_status(name, wanted)
-            except KubeError as e:
-                if e.status == 404:
-                    continue  # deleted since the cache saw it
-                log.warning("ConfigSet %s: status write failed: %s", name, e)
-                self.dirty.set()
-                continue
-            self._written[name] = wanted
-            self.metrics.writes.labels("configset_status").inc()
+            if differs(wanted, base["status"]):
+                try:
+                    self.fleet.patch_configset_status(name, wanted)
+                except KubeError as e:
+                    if e.status != 404:  # 404: deleted since the cache saw it
+                        log.warning("ConfigSet %s: status write failed: %s", name, e)
+                        self.dirty.set()
+                    self._record(raw, notes)
+                    continue
+                self._written[name] = wanted
+                self.metrics.writes.labels("configset_status").inc()
+                # Transitions only from a status actually written: a failed write is retried
+                # and must not say it twice.
+                notes = notes + events.transitions(base["status"], wanted)
+            self._record(raw, notes)
+
+    def _record(self, raw: dict[str, Any], notes: list[events.Note]) -> None:
+        meta = raw["metadata"]
+        involved = {
+            "apiVersion": raw.get("apiVersion", "common.nodemanager/v1"),
+            "kind": "ConfigSet",
+            "name": meta["name"],
+            "uid": meta.get("uid", ""),
+        }
+        for note in notes:
+            self.recorder.record(
+                involved, note.reason, note.message, key=note.key, warning=note.warning
+            )
+            self.metrics.writes.labels("event").inc()
 
     def _rollout(
         self, raw: dict[str, Any], settings: rollout.Rollout, nodes: list[dict[str, Any]]

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nodemanager.controller import rollout
+from nodemanager.controller import events, rollout
 from nodemanager.controller.summary import Counts, NodeView, selector_only
 from nodemanager.desired.select import matches
 from nodemanager.kube.errors import KubeError
@@ -22,6 +22,7 @@ class Outcome:
     counts: Counts
     extra: dict[str, Any]
     halted: str  # why admissions stopped after a failure; empty otherwise
+    notes: list[events.Note]  # what this step did, for Events on the ConfigSet
 
 
 def _admitted(node: Mapping[str, Any], configset: str) -> str | None:
@@ -45,14 +46,22 @@ def sync(
     target = rollout.revision_name(name, spec)
     mine = {r["metadata"]["name"]: int(r.get("revision") or 0) for r in revisions}
     newest = max(mine.values(), default=0)
+    notes: list[events.Note] = []
     if target not in mine:
         fleet.create_revision(rollout.revision_object(cs, namespace, newest + 1))
         mine[target] = newest + 1
         log.info("ConfigSet %s: revision %d (%s)", name, newest + 1, target)
+        if newest:  # the first revision is no rollout: every node gets it at once
+            notes.append(
+                events.started(
+                    newest + 1, target, settings.max_unavailable, bool(spec.get("paused"))
+                )
+            )
     elif mine[target] < newest and last_target != target:
         fleet.renumber_revision(target, newest + 1)  # earlier content is back (undo)
         mine[target] = newest + 1
         log.info("ConfigSet %s: revision %s is current again as %d", name, target, newest + 1)
+        notes.append(events.undone(newest + 1, target))
 
     selector = selector_only(cs)
     states = []
@@ -73,12 +82,17 @@ def sync(
     p = rollout.plan(
         target, settings, states, paused=bool(spec.get("paused")), now=dt.datetime.now(dt.UTC)
     )
+    admitted = []
     for node_name in p.admit:
         try:
             fleet.admit(node_name, rollout.REVISIONS_FIELD, name, target)
             log.info("ConfigSet %s: admitted %s to %s", name, node_name, target)
+            admitted.append(node_name)
         except KubeError as e:
             log.warning("ConfigSet %s: cannot admit %s: %s", name, node_name, e)
+    if admitted:
+        at_target = sum(1 for s in states if s.admitted == target) + len(admitted)
+        notes.append(events.admitted(mine[target], target, admitted, len(states), at_target))
     matched = sorted(s.name for s in states)
     done = set(p.updated) | set(p.failed)
     counts = Counts(
@@ -98,7 +112,7 @@ def sync(
         "revision": mine[target],
         "unavailable": len(p.unavailable),
     }
-    return Outcome(counts, extra, halted)
+    return Outcome(counts, extra, halted, notes)
 
 
 def _conflicts(

@@ -4,6 +4,7 @@ leader failover."""
 
 from __future__ import annotations
 
+import datetime as dt
 import signal
 import threading
 import time
@@ -16,7 +17,7 @@ import pytest
 from kubernetes import client, config, watch
 
 from tests.cluster.agent import Agent
-from tests.cluster.controller import ControllerProcess
+from tests.cluster.controller import ControllerProcess, shipped_kubeconfig
 from tests.cluster.helpers import eventually
 from tests.cluster.test_daemon import GROUP, VERSION, condition, put_configset
 
@@ -67,9 +68,10 @@ def agents(kubeconfig, fleet_ns, fleet_dir) -> Iterator[dict[str, Agent]]:
 
 @pytest.fixture(scope="module")
 def controller(kubeconfig, fleet_ns, fleet_dir, agents) -> Iterator[ControllerProcess]:
-    c = ControllerProcess(
-        kubeconfig, fleet_ns, fleet_dir, "--sync-period", f"{SYNC_PERIOD:g}s"
-    ).start()
+    # With the credential deploy/controller.yaml ships: rollouts, status and Roles must work
+    # with exactly those permissions.
+    own = shipped_kubeconfig(kubeconfig, fleet_ns, fleet_dir)
+    c = ControllerProcess(own, fleet_ns, fleet_dir, "--sync-period", f"{SYNC_PERIOD:g}s").start()
     eventually(c.leading, timeout=120, message="controller ready")
     yield c
     assert c.stop() == 0
@@ -86,6 +88,20 @@ def get(api, ns, plural, name) -> dict[str, Any]:
     return client.CustomObjectsApi(api).get_namespaced_custom_object(
         GROUP, VERSION, ns, plural, name
     )
+
+
+def configset_events(api, ns, name) -> dict[str, list[client.CoreV1Event]]:
+    """The Events on a ConfigSet, by reason."""
+    found: dict[str, list[client.CoreV1Event]] = {}
+    for e in (
+        client.CoreV1Api(api)
+        .list_namespaced_event(
+            ns, field_selector=f"involvedObject.kind=ConfigSet,involvedObject.name={name}"
+        )
+        .items
+    ):
+        found.setdefault(e.reason, []).append(e)
+    return found
 
 
 def cond(obj, type_):
@@ -173,8 +189,13 @@ def test_configset_status_counts_updated_failed_and_coalesces_writes(
             return cs
 
         eventually(one_failed, timeout=60, message="4 updated, fleet-0 failed")
+        after_more_syncs(controller)
     finally:
         watcher.stop()
+    # One Warning Event for the transition to Degraded, however many syncs saw it Degraded.
+    degraded = configset_events(api, fleet_ns, "motd")["Degraded"]
+    assert [(e.type, e.count) for e in degraded] == [("Warning", 1)], degraded
+    assert degraded[0].message == "failed on fleet-0"
     # Coalesced: five agents reported twice each (ten node writes), yet the ConfigSet's status
     # changed fewer times, and never more often than once per sync period over the test.
     elapsed = time.monotonic() - started
@@ -206,6 +227,8 @@ class BetweenWatch:
 
     def __init__(self, api, ns, configset):
         self.configset, self.most, self.nodes = configset, 0, {}
+        # (wall time seen, node, admitted revision, reported revision, lastApplied, error)
+        self.log: list[tuple[float, str, Any, Any, Any, Any]] = []
         self._stop = threading.Event()
         self._w = watch.Watch()
         threading.Thread(target=self._run, args=(api, ns), daemon=True).start()
@@ -233,6 +256,16 @@ class BetweenWatch:
                     {},
                 )
                 self.nodes[obj["metadata"]["name"]] = (admitted, entry.get("revision"))
+                self.log.append(
+                    (
+                        time.time(),
+                        obj["metadata"]["name"],
+                        admitted,
+                        entry.get("revision"),
+                        entry.get("lastApplied"),
+                        entry.get("error"),
+                    )
+                )
                 between = sum(1 for a, r in self.nodes.values() if a and a != r)
                 self.most = max(self.most, between)
                 if self._stop.is_set():
@@ -363,9 +396,89 @@ def test_staged_rollout_one_node_at_a_time_failure_undo_pause_resume(
     eventually(settled(5), timeout=30)
     assert (fleet_dir / "staged").read_text() == "v5\n"
 
+    # Events: one per transition or rollout step, aggregated per revision, never per sync.
+    found = eventually(
+        lambda: (e := configset_events(api, fleet_ns, name)) and "RolloutComplete" in e and e,
+        timeout=30,
+    )
+    one = {r: [(e.type, e.count) for e in found.get(r, [])] for r in found}
+    assert one["Degraded"] == [("Warning", 1)], one
+    assert one["RolloutPausedOnFailure"] == [("Warning", 1)], one
+    assert bad["failedNodes"][0] in found["RolloutPausedOnFailure"][0].message
+    assert one["RolloutUndone"] == [("Normal", 1)], one
+    assert "revision 4" in found["RolloutUndone"][0].message
+    assert one["RolloutPaused"] == [("Normal", 1)], one
+    assert one["Recovered"] == [("Normal", 1)], one
+    assert len(found["RolloutResumed"]) == 2  # after undo (no failure left), after resume
+    assert len(found["RolloutStarted"]) == 3  # revisions 2, 3 and 5; 1 goes to all at once
+    admitted = {e.message.split("(")[1].split(")")[0]: e for e in found["NodesAdmitted"]}
+    # Revision 2's five single admissions (and undo's one) are one Event with a count.
+    assert admitted[good["updateRevision"]].count >= 5, admitted
+    assert len(found["NodesAdmitted"]) == 4  # one per revision content
+    # Four revision contents and a handful of transitions: a bounded set of objects, while the
+    # controller synced this ConfigSet many times over.
+    assert sum(len(v) for v in found.values()) <= 20, one
+
+
+def test_min_ready_seconds_spaces_admissions(
+    api, fleet_ns, fleet_dir, agents, controller, measured
+):
+    """With minReadySeconds, the next node is admitted only that long after the previous one
+    reported the revision applied (its lastApplied, whole seconds)."""
+    name, ready = "paced", 4
+    spec = {
+        "selector": {"matchLabels": {"role": "web"}},
+        "rollout": {"maxUnavailable": 1, "minReadySeconds": ready},
+        "files": [{"path": str(fleet_dir / "paced"), "content": "v1\n"}],
+    }
+    put_configset(api, fleet_ns, name, spec)
+
+    def settled(revision):
+        s = rollout_status(api, fleet_ns, name)
+        assert s.get("revision") == revision and s.get("updated") == 5, s
+        return s
+
+    eventually(lambda: settled(1), timeout=90, message="revision 1 everywhere")
+    watcher = BetweenWatch(api, fleet_ns, name)
+    try:
+        spec["files"] = [{"path": str(fleet_dir / "paced"), "content": "v2\n"}]
+        started = time.monotonic()
+        put_configset(api, fleet_ns, name, spec)
+        target = eventually(
+            lambda: (
+                rollout_status(api, fleet_ns, name).get("revision") == 2
+                and rollout_status(api, fleet_ns, name)["updateRevision"]
+            ),
+            timeout=30,
+        )
+        eventually(lambda: settled(2), timeout=150, message="revision 2 everywhere")
+        took = time.monotonic() - started
+    finally:
+        watcher.stop()
+    assert watcher.most == 1, watcher.nodes
+    admitted_at: dict[str, float] = {}
+    applied_at: dict[str, str] = {}
+    for seen, node, adm, rep, last, error in watcher.log:
+        if adm == target:
+            admitted_at.setdefault(node, seen)
+        if rep == target and not error and last:
+            applied_at.setdefault(node, last)
+    order = sorted(admitted_at, key=admitted_at.get)
+    assert len(order) == 5, admitted_at
+    gaps = []
+    for previous, nxt in zip(order, order[1:], strict=False):
+        reported = dt.datetime.fromisoformat(applied_at[previous].replace("Z", "+00:00"))
+        # The report is of this admission, not an older one carried over (whole seconds).
+        assert reported.timestamp() >= admitted_at[previous] - 3, (previous, watcher.log)
+        gap = admitted_at[nxt] - reported.timestamp()
+        gaps.append(gap)
+        assert gap >= ready, (previous, nxt, gap, watcher.log)
+    measured(f"minReadySeconds {ready}: 5-node rollout", took)
+    print(f"minReadySeconds gaps (admission after the previous report): {gaps}")
+
 
 def test_killed_agent_is_ready_unknown_within_a_minute_and_true_when_back(
-    api, kubeconfig, fleet_ns, fleet_dir, agents, controller
+    api, kubeconfig, fleet_ns, fleet_dir, agents, controller, measured
 ):
     host = HOSTS[4]
     eventually(
@@ -390,7 +503,7 @@ def test_killed_agent_is_ready_unknown_within_a_minute_and_true_when_back(
     took = time.monotonic() - killed
     ready = condition(n, "Ready")
     assert ready["reason"] == "NodeStatusUnknown" and "Lease" in ready["message"]
-    print(f"killed agent -> Ready=Unknown in {took:.1f} s")
+    measured("killed agent -> Ready=Unknown (40 s Lease)", took)
     # The other nodes stay Ready.
     for other in HOSTS[:4]:
         assert condition(get(api, fleet_ns, "managednodes", other), "Ready")["status"] != "Unknown"

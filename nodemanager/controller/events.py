@@ -1,0 +1,115 @@
+"""What the controller says in Events on a ConfigSet (pure): rollout steps and transitions.
+
+Events come from *changes* the controller makes or observes in the status it writes, never from
+a sync loop as such: a ConfigSet that stays Degraded gets one ``Degraded`` Event, not one a
+second. Each Note carries a ``key``; the recorder (kube/recorder.py) keeps one Event per
+(ConfigSet, reason, key) and counts repeats on it, as Kubernetes' event correlator does. So the
+admissions of one revision are one ``NodesAdmitted`` Event whose count and message grow, not one
+Event per node. Messages name nodes and revisions only, never file content or Secret values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from nodemanager.controller.conditions import by_type
+
+NAMES_IN_MESSAGE = 10
+
+
+@dataclass(frozen=True)
+class Note:
+    reason: str
+    message: str
+    key: str = ""  # Events with the same reason and key aggregate into one
+    warning: bool = False
+
+
+def names(nodes: Sequence[str]) -> str:
+    shown = ", ".join(nodes[:NAMES_IN_MESSAGE])
+    more = len(nodes) - NAMES_IN_MESSAGE
+    return f"{shown} and {more} more" if more > 0 else shown
+
+
+def started(revision: int, target: str, max_unavailable: int | str, paused: bool) -> Note:
+    when = "paused: no node is admitted until resumed" if paused else "started"
+    return Note(
+        "RolloutStarted",
+        f"rollout of revision {revision} ({target}), maxUnavailable {max_unavailable}: {when}",
+        key=target,
+    )
+
+
+def admitted(revision: int, target: str, nodes: Sequence[str], total: int, done: int) -> Note:
+    """Nodes admitted to a revision in one step; ``done`` of ``total`` admitted so far."""
+    return Note(
+        "NodesAdmitted",
+        f"admitted {names(nodes)} to revision {revision} ({target}); "
+        f"{done} of {total} nodes admitted",
+        key=target,
+    )
+
+
+def undone(revision: int, target: str) -> Note:
+    return Note(
+        "RolloutUndone",
+        f"earlier content is current again as revision {revision} ({target})",
+        key=target,
+    )
+
+
+def _status(conditions: Mapping[str, Mapping[str, Any]], type_: str) -> str:
+    return str((conditions.get(type_) or {}).get("status") or "")
+
+
+def transitions(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Note]:
+    """Notes for what changed between the status last written and the one just written."""
+    old, new = by_type(before.get("conditions")), by_type(after.get("conditions"))
+    revision = str(after.get("updateRevision") or "")
+    notes = []
+    degraded = new.get("Degraded") or {}
+    if _status(new, "Degraded") == "True" and _status(old, "Degraded") != "True":
+        notes.append(
+            Note("Degraded", str(degraded.get("message") or ""), key=revision, warning=True)
+        )
+    elif _status(old, "Degraded") == "True" and _status(new, "Degraded") == "False":
+        notes.append(Note("Recovered", "no matched node reports a failure", key=revision))
+    paused = new.get("Paused") or {}
+    if _status(new, "Paused") == "True" and _status(old, "Paused") != "True":
+        if paused.get("reason") == "RolloutFailed":
+            notes.append(
+                Note(
+                    "RolloutPausedOnFailure",
+                    str(paused.get("message") or ""),
+                    key=revision,
+                    warning=True,
+                )
+            )
+        else:
+            notes.append(Note("RolloutPaused", "spec.paused is set: no node is admitted"))
+    elif _status(old, "Paused") == "True" and _status(new, "Paused") == "False":
+        why = (
+            "no failure at the current revision"
+            if (old.get("Paused") or {}).get("reason") == "RolloutFailed"
+            else "spec.paused cleared"
+        )
+        notes.append(Note("RolloutResumed", f"{why}: admitting nodes again", key=revision))
+    progressing = new.get("Progressing") or {}
+    if (
+        revision
+        and _status(old, "Progressing") == "True"
+        and _status(new, "Progressing") == "False"
+        and progressing.get("reason") == "AllNodesReported"
+        and not int(after.get("failed") or 0)
+    ):
+        notes.append(
+            Note(
+                "RolloutComplete",
+                f"revision {after.get('revision')} ({revision}) on all "
+                f"{after.get('matched', 0)} matched nodes",
+                key=revision,
+            )
+        )
+    return notes

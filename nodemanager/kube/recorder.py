@@ -1,0 +1,118 @@
+"""Events about any object, aggregated per key: one Event object whose count and message move.
+
+The controller's Events (controller/events.py) are about ConfigSets. Kubernetes' correlator
+folds similar Events into one with a growing ``count``; here the caller names what is similar
+(``key``): the Event is named after a digest of (kind, object, type, reason, key), so a repeat
+patches ``count``, ``lastTimestamp`` and ``message`` of the same object, and a restarted
+controller finds it by name (409 on create) and keeps counting.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from nodemanager.kube.client import ClientFactory
+
+log = logging.getLogger(__name__)
+REMEMBERED = 1024
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class EventRecorder:
+    def __init__(self, clients: ClientFactory, namespace: str, component: str) -> None:
+        self.clients, self.namespace, self.component = clients, namespace, component
+        self._counts: dict[str, int] = {}  # Event name -> count last written
+
+    @staticmethod
+    def event_name(obj_name: str, kind: str, type_: str, reason: str, key: str) -> str:
+        digest = hashlib.sha256(f"{kind}\0{obj_name}\0{type_}\0{reason}\0{key}".encode())
+        return f"{obj_name}.{digest.hexdigest()[:16]}"
+
+    def record(
+        self,
+        involved: Mapping[str, Any],
+        reason: str,
+        message: str,
+        *,
+        key: str = "",
+        warning: bool = False,
+    ) -> None:
+        """An Event about ``involved`` (apiVersion, kind, name, uid); never raises."""
+        type_ = "Warning" if warning else "Normal"
+        message = message[:1024]
+        name = self.event_name(involved["name"], involved["kind"], type_, reason, key)
+        core = client.CoreV1Api(self.clients.get())
+        try:
+            count = self._counts.get(name)
+            if count is None:
+                try:
+                    self._create(core, name, involved, reason, message, type_)
+                    self._remember(name, 1)
+                    return
+                except ApiException as e:
+                    if e.status != 409:
+                        raise
+                    count = core.read_namespaced_event(name, self.namespace).count or 1
+            try:
+                core.patch_namespaced_event(
+                    name,
+                    self.namespace,
+                    {"count": count + 1, "lastTimestamp": _now(), "message": message},
+                )
+                self._remember(name, count + 1)
+            except ApiException as e:
+                if e.status != 404:
+                    raise
+                self._create(core, name, involved, reason, message, type_)  # expired (TTL)
+                self._remember(name, 1)
+        except Exception as e:  # an Event is a courtesy; the status carries the truth
+            self._counts.pop(name, None)
+            log.warning("could not record event %s on %s: %s", reason, involved["name"], e)
+
+    def _remember(self, name: str, count: int) -> None:
+        self._counts.pop(name, None)
+        self._counts[name] = count
+        if len(self._counts) > REMEMBERED:
+            self._counts.pop(next(iter(self._counts)))
+
+    def _create(
+        self,
+        core: client.CoreV1Api,
+        name: str,
+        involved: Mapping[str, Any],
+        reason: str,
+        message: str,
+        type_: str,
+    ) -> None:
+        stamp = _now()
+        # A plain dict: the client sends dicts as they are, though its hints name model classes.
+        body: Any = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": self.namespace},
+            "involvedObject": {
+                "apiVersion": involved.get("apiVersion", ""),
+                "kind": involved["kind"],
+                "name": involved["name"],
+                "namespace": self.namespace,
+                "uid": involved.get("uid", ""),
+            },
+            "reason": reason,
+            "message": message,
+            "type": type_,
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+            "source": {"component": self.component},
+        }
+        core.create_namespaced_event(self.namespace, body)
