@@ -10,6 +10,7 @@ import datetime
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from kubernetes import client, config
 from tests.cluster.helpers import eventually
 from tests.e2e.conftest import NAMESPACE, ROOT
 from tests.e2e.fleet import AGENT, INSTALLED, Node
+from tests.integration.test_apt import PACKAGE, build_deb
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1500)]
 
@@ -29,6 +31,7 @@ GROUP, VERSION = "common.nodemanager", "v1"
 WEB = "/etc/e2e/web.conf"
 ROTATED = "e2e-deb-2"  # bootstrapped with a 10-minute token (the API's minimum lifetime)
 SHORT_TTL = 600
+HOLD = "upgrade.nodemanager/hold"
 state: dict[str, Any] = {}  # what a scenario hands to a later one
 
 
@@ -428,3 +431,110 @@ def test_7_uninstall(fleet):
         assert not left, f"{node.name}: left behind or changed: {sorted(left)}"
         for path in INSTALLED[node.init]:
             assert not node.machine.path(path).exists(), path
+
+
+UPGRADED = "e2e-deb-1"  # still installed after scenario 7
+
+
+def kubelet(admin, node: str, stop: threading.Event) -> None:
+    """What the Node's kubelet would do with an evicted pod: end it (no kubelet runs here)."""
+    core = client.CoreV1Api(admin)
+    while not stop.wait(0.5):
+        try:
+            for p in core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items:
+                if p.metadata.deletion_timestamp is not None:
+                    core.delete_namespaced_pod(p.metadata.name, p.metadata.namespace,
+                                               grace_period_seconds=0)  # fmt: skip
+        except client.ApiException:
+            pass
+
+
+def test_8_upgrade_with_a_real_reboot(fleet, plane, admin, zipapp):
+    """spec.upgrade on a systemd machine whose local apt repository gains a newer version of an
+    installed package: held, nothing happens; released, the agent cordons and drains the
+    Kubernetes Node of its name, upgrades, and — the upgrade marks a reboot required — reboots
+    the machine for real with `systemctl reboot`. nspawn exits 133 and is started again (as
+    systemd-nspawn@.service does); the agent starts with the machine, uncordons the Node,
+    releases the group Lease and reports lastUpgrade."""
+    node = by_name(fleet, UPGRADED)
+    repo = node.machine.shared / "e2e-apt"
+    repo.mkdir()
+    build_deb(repo, "1.0")
+    node.write("/etc/apt/sources.list", f"deb [trusted=yes] file:{repo} ./\n")
+    node.check(f"apt-get update -q && apt-get install -y -q {PACKAGE}")
+    node.write(
+        "/etc/apt/apt.conf.d/99reboot", 'DPkg::Post-Invoke { "touch /run/reboot-required"; };\n'
+    )
+    node.check("rm -f /run/reboot-required")
+    # The admin grants the group Lease and the drain, and makes the Node (no kubelet here).
+    manifests = nodemanager(
+        zipapp, "rbac", "--hostname", node.name, "--node-labels", node.node_labels,
+        "--lease-groups", "upgrades", "--drain",
+    )  # fmt: skip
+    kubectl(plane, "apply", "-f", "-", stdin=manifests)
+    core = client.CoreV1Api(admin)
+    core.create_node(client.V1Node(metadata=client.V1ObjectMeta(name=node.name)))
+    core.create_namespaced_pod(
+        NAMESPACE,
+        client.V1Pod(
+            metadata=client.V1ObjectMeta(name="on-deb-1"),
+            spec=client.V1PodSpec(
+                node_name=node.name, containers=[client.V1Container(name="c", image="none")]
+            ),
+        ),
+    )
+    custom = client.CustomObjectsApi(admin)
+    upgrade = {"schedule": "* * * * *", "delay": "1h", "group": "upgrades"}
+    custom.patch_namespaced_custom_object(
+        GROUP, VERSION, NAMESPACE, "managednodes", node.name,
+        {"metadata": {"annotations": {HOLD: "maintenance"}}, "spec": {"upgrade": upgrade}},
+    )  # fmt: skip
+    build_deb(repo, "2.0")
+    time.sleep(25)  # every minute is due: an upgrade check (every 20 s) passed while held
+    assert node.read("/opt/nmtest/VERSION") == "1.0\n"
+    assert "lastUpgrade" not in (managed_node(admin, node.name).get("status") or {})
+    assert not core.read_node(node.name).spec.unschedulable
+
+    stop = threading.Event()
+    helper = threading.Thread(target=kubelet, args=(admin, node.name, stop))
+    helper.start()
+    seen: dict[str, Any] = {"cordoned": None, "unschedulable": False, "reboots": 0}
+    released = time.monotonic()
+    custom.patch_namespaced_custom_object(
+        GROUP, VERSION, NAMESPACE, "managednodes", node.name,
+        {"metadata": {"annotations": {HOLD: None}}},
+    )  # fmt: skip
+
+    def done() -> bool:
+        if node.machine.relaunch_if_rebooted():
+            seen["reboots"] += 1
+            seen["back"] = time.monotonic() - released
+        mn = managed_node(admin, node.name)
+        status = mn.get("status") or {}
+        seen["cordoned"] = seen["cordoned"] or status.get("kubernetesNodeCordoned")
+        seen["unschedulable"] |= bool(core.read_node(node.name).spec.unschedulable)
+        assert seen["reboots"] == 1, "rebooted"
+        assert status.get("lastUpgrade"), status
+        up = next(c for c in status.get("conditions") or [] if c["type"] == "Upgrading")
+        assert (up["status"], up["reason"]) == ("False", "Succeeded"), up
+        assert not core.read_node(node.name).spec.unschedulable
+        lease = client.CoordinationV1Api(admin).read_namespaced_lease("upgrades", NAMESPACE)
+        assert lease.spec.holder_identity is None
+        return True
+
+    try:
+        eventually(done, timeout=300, interval=0.5, message="upgraded, rebooted, reported")
+    finally:
+        stop.set()
+        helper.join(timeout=30)
+    state["upgrade_reboot"] = (seen["back"], time.monotonic() - released)
+    assert node.read("/opt/nmtest/VERSION") == "2.0\n"
+    assert not node.machine.path("/run/reboot-required").exists()  # a new boot: /run is new
+    assert seen["cordoned"] and seen["unschedulable"], seen  # cordoned while upgrading
+    status = managed_node(admin, node.name)["status"]
+    assert "kubernetesNodeCordoned" not in status  # uncordoned after the reboot
+    pods = core.list_namespaced_pod(NAMESPACE, field_selector=f"spec.nodeName={node.name}")
+    assert pods.items == []  # drained
+    until(probed, node, timeout=60)
+    back, reported = state["upgrade_reboot"]
+    print(f"upgrade: machine back {back:.0f} s, reported {reported:.0f} s after the hold lifted")

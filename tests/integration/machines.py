@@ -32,6 +32,7 @@ SUITE = "bookworm"
 MIRROR = os.environ.get("NODEMANAGER_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "nodemanager"
 REPO = Path(__file__).resolve().parents[2]
+REBOOTED = 133  # systemd-nspawn's exit status when the machine rebooted itself
 
 
 def _openrc_for_containers(root: Path) -> None:
@@ -265,6 +266,15 @@ class Machine:
                     return self
             time.sleep(0.2)
         raise TimeoutError(f"{self.name} did not come back from reboot:\n{self._tail()}")
+
+    def relaunch_if_rebooted(self, timeout: float = 120) -> bool:
+        """Power the machine on again when it rebooted by itself (``systemctl reboot`` inside:
+        nspawn exits 133), as systemd-nspawn@.service does with RestartForceExitStatus=133.
+        Whether it did. Call it while waiting for something a reboot from inside may cause."""
+        if self.proc is None or self.proc.poll() != REBOOTED:
+            return False
+        self.start(timeout=timeout)
+        return True
 
     def _tail(self) -> str:
         return self.console.read_text(errors="replace")[-3000:]
