@@ -1,13 +1,15 @@
-"""Benchmark 6, controller: N simulated agents (bench/fanout.py) plus the real fleet controller.
+"""Benchmark 7, controller: N simulated agents (bench/agents.py) plus the real fleet controller.
 
 The controller (`nodemanager controller`, a separate process) watches the N ManagedNodes, their
 Leases and the ConfigSets and summarises the ConfigSet's status. The simulated agents report
 ``generation`` as the real agent does, and ignore status-only changes of the ConfigSet (the
 controller's writes), as the real agent's informer does.
 
-Measured after one ConfigSet change: the time until every agent's status write returned, the
-time until the ConfigSet's status says all N updated (what `kubectl get configsets` shows), the
-controller's CPU seconds and peak RSS over the window, and its API writes per second.
+Measured after each of REPEATS ConfigSet changes: the time until every agent's status write
+returned, the time until the ConfigSet's status says all N updated (what `kubectl get
+configsets` shows), the CPU seconds of each process (controller, kube-apiserver, etcd, the
+simulated agents) over that window, and the controller's API writes per second; the
+controller's peak RSS; and the same CPU shares over a window at rest.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import asyncio
 import json
 import os
 import ssl
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -26,53 +29,13 @@ from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.fanout import BASE, HTTP, NAMESPACE, SimAgent, _gather_bounded, _until, log  # noqa: E402
-from nodemanager.api import ConfigSet  # noqa: E402
-from nodemanager.desired.select import matches  # noqa: E402
+from bench.agents import BASE, HTTP, NAMESPACE, Fleet, log  # noqa: E402
 
 AGENTS = int(os.environ.get("BENCH_CONTROLLER_AGENTS", "5000"))
+REPEATS = int(os.environ.get("BENCH_CONTROLLER_REPEATS", "3"))
+REST_SECONDS = float(os.environ.get("BENCH_CONTROLLER_REST", "20"))
 MANAGE_ACCESS = os.environ.get("BENCH_CONTROLLER_ACCESS", "false")
 TICKS = os.sysconf("SC_CLK_TCK")
-
-
-class RetryingHTTP(HTTP):
-    """Reconnects once when the server closed the kept-alive connection (5,000 at once)."""
-
-    async def request(self, method, path, body=None, content_type="application/json"):
-        try:
-            return await super().request(method, path, body, content_type)
-        except (IndexError, ConnectionError, asyncio.IncompleteReadError):
-            self.close()
-            return await super().request(method, path, body, content_type)
-
-
-class GenerationAgent(SimAgent):
-    """Reports the ConfigSet's generation; a status-only change writes nothing."""
-
-    def __init__(self, index: int, host: str, port: int, ctx: ssl.SSLContext):
-        super().__init__(index, host, port, ctx)
-        self.api = RetryingHTTP(host, port, ctx, self._count)
-
-    async def on_configset(self, obj: dict) -> None:
-        configset = ConfigSet.from_dict(obj)
-        generation = int(obj["metadata"].get("generation") or 0)
-        if not matches(configset, self.labels) or self.applied.get(configset.name) == generation:
-            return
-        self.applied[configset.name] = generation
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        entries = [
-            {"name": n, "generation": g, "resourceVersion": "", "lastApplied": stamp, "error": ""}
-            for n, g in sorted(self.applied.items())
-        ]
-        status, reply = await self.api.request(
-            "PATCH",
-            f"{BASE}/managednodes/{self.name}/status",
-            {"status": {"configsets": entries}},
-            "application/merge-patch+json",
-        )
-        if status != 200:
-            raise RuntimeError(f"{self.name}: status write: {status} {reply.get('message')}")
-        self.reported[str(generation)] = time.perf_counter()
 
 
 def cpu_seconds(pid: int) -> float:
@@ -95,6 +58,9 @@ def requests(port: int) -> dict[str, float]:
         if line.startswith("nodemanager_controller_api_requests_total{"):
             method = line.split('method="', 1)[1].split('"', 1)[0]
             out[method] = float(line.rsplit(" ", 1)[1])
+        elif line.startswith("nodemanager_controller_writes_total{"):
+            kind = line.split('kind="', 1)[1].split('"', 1)[0]
+            out[f"writes:{kind}"] = float(line.rsplit(" ", 1)[1])
     return out
 
 
@@ -102,69 +68,112 @@ def writes(counts: dict[str, float]) -> float:
     return sum(v for k, v in counts.items() if k.upper() in ("POST", "PUT", "PATCH", "DELETE"))
 
 
+class Meter:
+    """CPU seconds of each process of the system, and the controller's requests, over a window."""
+
+    def __init__(self, pids: dict[str, int], metrics_port: int):
+        self.pids, self.metrics_port = pids, metrics_port
+
+    def __enter__(self) -> Meter:
+        self.cpu0 = {k: cpu_seconds(v) for k, v in self.pids.items()}
+        self.req0 = requests(self.metrics_port)
+        self.t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds = time.perf_counter() - self.t0
+        self.cpu = {k: cpu_seconds(v) - self.cpu0[k] for k, v in self.pids.items()}
+        req1 = requests(self.metrics_port)
+        self.requests = {k: v - self.req0.get(k, 0) for k, v in req1.items()}
+        self.writes = writes(req1) - writes(self.req0)
+
+
 async def measure(cp, controller: subprocess.Popen, metrics_port: int) -> dict:
     ctx = ssl.create_default_context(cafile=str(cp.ca))
     ctx.load_cert_chain(cp.pki / "admin.crt", cp.pki / "admin.key")
     host, port = urlsplit(cp.server).hostname, urlsplit(cp.server).port
     admin = HTTP(host, port, ctx)
+    pids = {
+        "controller": controller.pid,
+        "kube-apiserver": cp._apiserver.pid,
+        "etcd": cp._etcd.pid,
+        "bench (simulated agents)": os.getpid(),
+    }
 
-    async def status() -> dict:
+    async def status() -> tuple[int, dict]:
         _, cs = await admin.request("GET", f"{BASE}/configsets/fanout")
-        return cs
+        return int(cs["metadata"]["generation"]), cs.get("status") or {}
 
-    agents = [GenerationAgent(i, host, port, ctx) for i in range(AGENTS)]
-    started = time.perf_counter()
-    await _gather_bounded(a.register() for a in agents)
-    await _gather_bounded(a.renew_lease() for a in agents)
-    tasks = [asyncio.create_task(a.run()) for a in agents] + [
-        asyncio.create_task(a.heartbeat()) for a in agents
-    ]
-    try:
-        first = str((await status())["metadata"]["generation"])
-        await _until(lambda: all(first in a.reported for a in agents), 1200, tasks)
-        log(f"controller: {AGENTS} agents reported in {time.perf_counter() - started:.1f} s")
-        while (s := (await status()).get("status") or {}).get("updated") != AGENTS:
-            await asyncio.sleep(0.5)
-        log(f"controller: status shows {s.get('updated')} updated; changing the ConfigSet")
-
-        cpu0, req0 = cpu_seconds(controller.pid), requests(metrics_port)
-        change_started = time.perf_counter()
-        _, changed = await admin.request(
-            "PATCH",
-            f"{BASE}/configsets/fanout",
-            {"spec": {"files": [{"path": "/etc/fanout.conf", "content": f"{time.time()}\n"}]}},
-            "application/merge-patch+json",
-        )
-        new = changed["metadata"]["generation"]
-        await _until(lambda: all(str(new) in a.reported for a in agents), 1200, tasks)
-        agents_done = max(a.reported[str(new)] for a in agents) - change_started
+    async def summarised(generation: int) -> None:
         while True:
-            s = (await status()).get("status") or {}
-            if s.get("observedGeneration") == new and s.get("updated") == AGENTS:
-                break
+            _, s = await status()
+            if s.get("observedGeneration") == generation and s.get("updated") == AGENTS:
+                return
             await asyncio.sleep(0.05)
-        summary_done = time.perf_counter() - change_started
-        cpu1, req1 = cpu_seconds(controller.pid), requests(metrics_port)
-        window = summary_done
+
+    fleet = Fleet(AGENTS, host, port, ctx, by="generation")
+    started = time.perf_counter()
+    runs = []
+    try:
+        await fleet.start()
+        first, _ = await status()
+        await fleet.until_reported(str(first), 1200)
+        log(f"controller: {AGENTS} agents reported in {time.perf_counter() - started:.1f} s")
+        await summarised(first)
+        log(f"controller: status shows {AGENTS} updated; {REST_SECONDS:g} s at rest")
+        with Meter(pids, metrics_port) as rest:
+            await asyncio.sleep(REST_SECONDS)
+        for i in range(REPEATS):
+            with Meter(pids, metrics_port) as m:
+                _, changed = await admin.request(
+                    "PATCH",
+                    f"{BASE}/configsets/fanout",
+                    {"spec": {"files": [{"path": "/etc/fanout.conf", "content": f"{i}\n"}]}},
+                    "application/merge-patch+json",
+                )
+                new = int(changed["metadata"]["generation"])
+                await fleet.until_reported(str(new), 1200)
+                latencies = fleet.latencies(str(new), m.t0)
+                await summarised(new)
+            run = {
+                **latencies,
+                "configset_status_all_updated_seconds": m.seconds,
+                "cpu_seconds_by_process": m.cpu,
+                "controller_api_writes": m.writes,
+                "controller_api_writes_per_second": m.writes / m.seconds,
+                "controller_api_requests": m.requests,
+            }
+            log(f"controller: run {i + 1}: {json.dumps(run)}")
+            runs.append(run)
+            await asyncio.sleep(5)  # let the last writes and events settle
     finally:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for a in agents:
-            a.close()
+        await fleet.stop()
         admin.close()
+
+    def median(key: str) -> float:
+        return statistics.median(r[key] for r in runs)
+
     return {
         "agents": AGENTS,
         "manage_access": MANAGE_ACCESS,
-        "all_agents_reported_seconds": agents_done,
-        "configset_status_all_updated_seconds": summary_done,
-        "controller_cpu_seconds_in_window": cpu1 - cpu0,
-        "controller_cpu_share_in_window": (cpu1 - cpu0) / window,
+        "repeats": REPEATS,
+        "all_agents_reported_seconds_median": median("all_reported_seconds"),
+        "configset_status_all_updated_seconds_median": median(
+            "configset_status_all_updated_seconds"
+        ),
+        "controller_cpu_seconds_median": statistics.median(
+            r["cpu_seconds_by_process"]["controller"] for r in runs
+        ),
+        "controller_api_writes_per_second_median": median("controller_api_writes_per_second"),
         "controller_rss_mib": memory_kib(controller.pid, "VmRSS") / 1024,
         "controller_peak_rss_mib": memory_kib(controller.pid, "VmHWM") / 1024,
-        "controller_api_writes": writes(req1) - writes(req0),
-        "controller_api_writes_per_second": (writes(req1) - writes(req0)) / window,
-        "controller_api_requests_by_method": {k: req1[k] - req0.get(k, 0) for k in req1},
+        "at_rest": {
+            "seconds": rest.seconds,
+            "cpu_share_by_process": {k: v / rest.seconds for k, v in rest.cpu.items()},
+            "controller_api_writes_per_second": rest.writes / rest.seconds,
+            "controller_api_requests": rest.requests,
+        },
+        "runs": runs,
     }
 
 
