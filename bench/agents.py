@@ -228,6 +228,11 @@ class SimAgent:
         if status not in (201, 409):
             raise RuntimeError(f"{self.name}: create ManagedNode: {status} {reply.get('message')}")
 
+    async def start(self) -> None:
+        """Register and take the Lease, as an agent does in its first second."""
+        await self.register()
+        await self.renew_lease()
+
     async def renew_lease(self) -> None:
         now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
         if self.lease is None:
@@ -294,12 +299,16 @@ class SimAgent:
                     "timeoutSeconds": 330,
                 }
             )
-            async for line in self.watcher.stream(f"{BASE}/configsets?{query}"):
-                arrived = time.perf_counter()
-                event = self.decoded.event(line)
-                rv = event["object"]["metadata"]["resourceVersion"]
-                if event["type"] in ("ADDED", "MODIFIED"):
-                    await self.on_configset(event["object"], arrived)
+            try:
+                async for line in self.watcher.stream(f"{BASE}/configsets?{query}"):
+                    arrived = time.perf_counter()
+                    event = self.decoded.event(line)
+                    rv = event["object"]["metadata"]["resourceVersion"]
+                    if event["type"] in ("ADDED", "MODIFIED"):
+                        await self.on_configset(event["object"], arrived)
+            except (ConnectionError, asyncio.IncompleteReadError, ValueError):
+                await asyncio.sleep(1.0)  # the server dropped the watch: resume, as client-go
+            self.watcher.close()  # each watch on a new connection: the server may close it
 
     def close(self) -> None:
         self.watcher.close()
@@ -315,8 +324,7 @@ class Fleet:
         self.tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
-        await gather_bounded(a.register() for a in self.agents)
-        await gather_bounded(a.renew_lease() for a in self.agents)
+        await gather_bounded(a.start() for a in self.agents)
         self.tasks = [asyncio.create_task(a.run()) for a in self.agents] + [
             asyncio.create_task(a.heartbeat()) for a in self.agents
         ]

@@ -37,6 +37,16 @@ def expired(lease: Mapping[str, Any] | None, unchanged_for: float) -> str | None
     )
 
 
+def renew_time(lease: Mapping[str, Any] | None) -> str:
+    """The Lease's renewTime as the API server sent it ('' without a Lease)."""
+    return str(((lease or {}).get("spec") or {}).get("renewTime") or "")
+
+
+def renewed(fresh: Mapping[str, Any] | None, recorded: str) -> bool:
+    """Whether a Lease just read was renewed since ``recorded`` (what the cache showed)."""
+    return fresh is not None and renew_time(fresh) != recorded
+
+
 def stale_conditions(
     node: Mapping[str, Any], message: str, now: str
 ) -> list[dict[str, Any]] | None:

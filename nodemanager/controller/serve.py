@@ -25,6 +25,11 @@ class ControllerMetrics:
             ["kind"],
             registry=self.registry,
         )
+        self.lease_reads = Counter(
+            "nodemanager_controller_lease_reads_total",
+            "Leases read to confirm an expiry the cache showed before marking a node.",
+            registry=self.registry,
+        )
         self.syncs = Counter(
             "nodemanager_controller_syncs_total", "Full syncs of the fleet.", registry=self.registry
         )

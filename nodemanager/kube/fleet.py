@@ -9,7 +9,7 @@ in between.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from kubernetes import client
@@ -68,6 +68,18 @@ class FleetClient:
             )
         except ApiException as e:
             raise translate(e) from e
+
+    def get_lease(self, name: str) -> dict[str, Any] | None:
+        """A node's Lease read now (not from a cache), or None when it has none."""
+        try:
+            lease = self._custom().get_namespaced_custom_object(
+                "coordination.k8s.io", "v1", self.namespace, "leases", name
+            )
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise translate(e) from e
+        return cast(dict[str, Any], lease)
 
     def put_role(self, role: dict[str, Any]) -> None:
         """Create or replace a Role the controller wholly owns."""

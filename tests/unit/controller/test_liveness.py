@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nodemanager.controller.liveness import REASON, expired, stale_conditions
+from nodemanager.controller.liveness import REASON, expired, renew_time, renewed, stale_conditions
 
 LEASE = {"spec": {"renewTime": "2026-01-01T00:00:00Z", "leaseDurationSeconds": 40}}
 
@@ -55,3 +55,13 @@ def test_a_node_that_never_reported_gets_a_ready_condition():
             "lastTransitionTime": "t",
         }
     ]
+
+
+def test_a_lease_read_now_counts_as_renewed_only_when_its_renew_time_moved():
+    recorded = renew_time(LEASE)
+    assert recorded == "2026-01-01T00:00:00Z" and renew_time(None) == ""
+    assert not renewed(LEASE, recorded)
+    assert not renewed(None, recorded)  # deleted: the agent is gone
+    later = {"spec": {**LEASE["spec"], "renewTime": "2026-01-01T00:00:30Z"}}
+    assert renewed(later, recorded)
+    assert renewed(LEASE, "")  # a Lease the cache had not shown at all
