@@ -40,6 +40,9 @@ class Options:
     leader_elect: bool = False
     identity: str = ""
     sync_period: float = 1.0
+    # A full sync at least this often though nothing changed: Lease renewals wake none, and a
+    # level-triggered controller should still look at the whole fleet now and then.
+    resync_period: float = 5.0
     manage_access: bool = True
     metrics_bind_address: str = ":8082"
     health_probe_bind_address: str = ":8083"
@@ -306,7 +309,8 @@ class Controller:
             if not was_leading:
                 log.info("leading: syncing the fleet")
                 was_leading = True
-            if not changed and was_leading and last_sync and not self._rolling:
+            idle = time.monotonic() - last_sync < self.opts.resync_period
+            if not changed and was_leading and last_sync and not self._rolling and idle:
                 self._sync_liveness(self.informers["managednodes"].items())
                 continue
             wait = last_sync + self.opts.sync_period - time.monotonic()

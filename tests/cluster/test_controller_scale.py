@@ -3,7 +3,7 @@ writes itself as agents would (the wire behaviour of bench/agents.py, at test si
 real controller process on the real control plane.
 
 - Ready=Unknown is written for exactly the nodes whose Lease stopped, never for a renewed one.
-- Lease renewals alone cause no sync and no write.
+- Lease renewals alone cause no sync (only the periodic resync) and no write.
 - A burst of node reports is a few ConfigSet status writes (one per sync period), not one per
   node, and the status ends up counting every node.
 """
@@ -141,14 +141,14 @@ def test_ready_unknown_only_for_stopped_leases_and_renewals_cause_no_writes(flee
     written = metrics(controller)['nodemanager_controller_writes_total{kind="node_ready_unknown"}']
     assert written == len(stopped)
 
-    # At rest, with 30 Leases renewed every second: no sync, no write.
+    # At rest, with 30 Leases renewed every second (30 events a second): only the periodic
+    # resync (every 5 s), no sync per renewal, and no write.
     time.sleep(2 * SYNC_PERIOD)  # the Ready=Unknown writes' own events settle
     before = metrics(controller)
-    time.sleep(5)
+    time.sleep(6)
     after = metrics(controller)
-    assert (
-        after["nodemanager_controller_syncs_total"] == before["nodemanager_controller_syncs_total"]
-    )
+    syncs = "nodemanager_controller_syncs_total"
+    assert after[syncs] - before[syncs] <= 2, (before[syncs], after[syncs])
     patches = 'nodemanager_controller_api_requests_total{method="PATCH"}'
     assert after.get(patches, 0) == before.get(patches, 0)
     assert [n for n in LIVE if ready(api, ns, n) == "Unknown"] == []
