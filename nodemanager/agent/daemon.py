@@ -134,7 +134,7 @@ class Daemon:
             state_dir=opts.state_dir,
             metrics=self.metrics,
             locker=GroupLock(self.clients, opts.namespace, self.name),
-            drainer=NodeDrainer(self.clients, self.name),
+            drainer=NodeDrainer(self.clients, self.name, wait=self.stop.wait),
             drain_timeout=opts.drain_timeout,
             reboot=opts.reboot_command,
         )

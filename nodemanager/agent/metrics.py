@@ -153,6 +153,13 @@ class Metrics:
             ["node"],
             registry=r,
         )
+        self.cordoned = Gauge(
+            "nodemanager_kubernetes_node_cordoned_timestamp_seconds",
+            "Since when the agent keeps the Kubernetes Node of its name cordoned for an upgrade; "
+            "0 when it does not.",
+            ["node"],
+            registry=r,
+        )
         self.status_writes = Counter(
             "nodemanager_status_writes", "ManagedNode status patches.", registry=r
         )

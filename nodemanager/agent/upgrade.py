@@ -39,6 +39,7 @@ from nodemanager.executor.errors import ExecutorError
 from nodemanager.executor.run import RunResult, execute
 from nodemanager.fsutil import write_atomic
 from nodemanager.host.reboot import installed_kernels, reboot_command, reboot_required
+from nodemanager.kube.drain import DrainStopped
 from nodemanager.playbook import platforms
 from nodemanager.playbook.build import Plan
 from nodemanager.playbook.upgrade import upgrade_plan
@@ -130,6 +131,7 @@ class Upgrader:
         self.renewal: Renewal | None = None
         self.reboot = reboot or reboot_command()
         self.state = self._load()
+        self.metrics.cordoned.labels(self.metrics.node or name).set(self.state.cordoned or 0)
         self.upgrading = False
 
     def _load(self) -> UpgradeState:
@@ -213,10 +215,16 @@ class Upgrader:
         try:
             if self.drainer.cordon():
                 self.state.cordoned = self.clock()
+                self.metrics.cordoned.labels(self.metrics.node or self.name).set(self.clock())
                 self._save()  # an agent that dies from here on uncordons when it starts again
             elif self.state.cordoned is None:
                 return []  # no Node, or an administrator's cordon: not ours to drain or undo
             return self.drainer.drain(self.drain_timeout)
+        except DrainStopped:  # not a failed upgrade: the next start tries again
+            log.info("stopping: no upgrade now")
+            self._release()
+            self._save()
+            return None
         except Exception as e:
             log.warning("cannot cordon and drain the Kubernetes Node: %s", e)
             self.state.result = "Failed"
@@ -287,6 +295,7 @@ class Upgrader:
             try:
                 self.drainer.uncordon()
                 self.state.cordoned = None
+                self.metrics.cordoned.labels(self.metrics.node or self.name).set(0)
             except Exception as e:  # kept: retried on the next upgrade check
                 log.warning("could not uncordon the Kubernetes Node: %s", e)
         if self.state.group and self.locker:

@@ -30,6 +30,10 @@ log = logging.getLogger(__name__)
 MIRROR = "kubernetes.io/config.mirror"
 
 
+class DrainStopped(Exception):
+    """The agent is stopping: the drain was abandoned, and no upgrade may start."""
+
+
 def _meta(pod: client.V1Pod) -> client.V1ObjectMeta:
     return pod.metadata or client.V1ObjectMeta()
 
@@ -52,8 +56,16 @@ def drainable(pod: client.V1Pod) -> bool:
 class NodeDrainer:
     """The Kubernetes Node called ``name``: cordon, drain, uncordon."""
 
-    def __init__(self, clients: ClientFactory, name: str):
-        self.clients, self.name = clients, name
+    def __init__(
+        self,
+        clients: ClientFactory,
+        name: str,
+        *,
+        wait: Callable[[float], object] = time.sleep,
+        poll: float = 2.0,
+    ):
+        """``wait(seconds)`` returns true when the agent is stopping (``Event.wait``)."""
+        self.clients, self.name, self.wait, self.poll = clients, name, wait, poll
 
     def _core(self) -> client.CoreV1Api:
         return client.CoreV1Api(self.clients.get())
@@ -102,15 +114,10 @@ class NodeDrainer:
             raise translate(e) from e
         return [p for p in found.items if drainable(p)]
 
-    def drain(
-        self,
-        timeout: float,
-        *,
-        wait: Callable[[float], object] = time.sleep,
-        poll: float = 2.0,
-    ) -> list[str]:
+    def drain(self, timeout: float) -> list[str]:
         """Evict the Node's pods and wait until they are gone; the ones left at ``timeout``
-        (``namespace/name``), empty when the drain completed."""
+        (``namespace/name``), empty when the drain completed. DrainStopped when the agent
+        stops meanwhile."""
         deadline = time.monotonic() + timeout
         core = self._core()
         while True:
@@ -121,8 +128,10 @@ class NodeDrainer:
             if not left:
                 log.info("drained Kubernetes Node %s", self.name)
                 return []
-            if time.monotonic() >= deadline or wait(poll):
+            if time.monotonic() >= deadline:
                 return sorted("/".join(_key(p)) for p in left)
+            if self.wait(self.poll):
+                raise DrainStopped(f"stopped while draining Kubernetes Node {self.name}")
 
     def _evict(self, core: client.CoreV1Api, pod: client.V1Pod) -> None:
         namespace, name = _key(pod)

@@ -29,6 +29,7 @@ def exported() -> dict[str, set[str]]:
     m.reconciled("failed")
     m.observe_run(1.0, ["cs"])
     m.upgrades.labels("n", "error").inc()
+    m.cordoned.labels("n").set(1)
     m.record_results(
         [
             TaskResult("t", "file:/a", ("cs",), "changed"),

@@ -171,7 +171,8 @@ class Drainer:
     """Records calls; the real one is tested on the API server in tests/cluster/test_drain.py."""
 
     def __init__(self, log, cordon=True, left=(), fail=None):
-        self.log, self.answer, self.left, self.fail = log, cordon, list(left), fail
+        self.log, self.answer, self.fail = log, cordon, fail
+        self.left = left if isinstance(left, Exception) else list(left)
 
     def cordon(self):
         self.log.append("cordon")
@@ -181,6 +182,8 @@ class Drainer:
 
     def drain(self, timeout):
         self.log.append("drain")
+        if isinstance(self.left, Exception):
+            raise self.left
         return self.left
 
     def uncordon(self):
@@ -234,3 +237,29 @@ def test_after_a_reboot_and_after_a_crash_the_node_is_uncordoned(tmp_path, monke
     back._save()
     again = upgrader(tmp_path, locker=Locker(), drainer=Drainer(log))
     assert again.tick(node(**{HOLD: ""})) and log[-1] == "uncordon"
+
+
+def test_stopping_during_the_drain_uncordons_and_leaves_the_upgrade_for_later(tmp_path):
+    from nodemanager.kube.drain import DrainStopped
+
+    log, plans, locker = [], [], Locker()
+    d = Drainer(log, left=DrainStopped("stopping"))
+    u = upgrader(tmp_path, run=lambda p: plans.append(p), locker=locker, drainer=d)
+    gauge = u.metrics.registry.get_sample_value
+    u.tick(node())
+    assert plans == [] and log == ["cordon", "drain", "uncordon"]
+    assert locker.calls[-1] == ("release", "g")
+    assert u.state.last_attempt is None  # not a failure: the next start may upgrade at once
+    assert gauge("nodemanager_kubernetes_node_cordoned_timestamp_seconds", {"node": "n"}) == 0
+
+
+def test_the_cordon_metric_follows_the_cordon(tmp_path, monkeypatch):
+    monkeypatch.setattr("nodemanager.agent.upgrade.reboot_required", lambda kernels: "flag")
+    u = upgrader(tmp_path, locker=Locker(), drainer=Drainer([]))
+    u.tick(node())  # rebooting: still cordoned
+    name = "nodemanager_kubernetes_node_cordoned_timestamp_seconds"
+    assert u.metrics.registry.get_sample_value(name, {"node": "n"}) == 1_800_000_000.0
+    back = upgrader(tmp_path, locker=Locker(), drainer=Drainer([]))
+    assert back.metrics.registry.get_sample_value(name, {"node": "n"}) == 1_800_000_000.0
+    back.tick(node())
+    assert back.metrics.registry.get_sample_value(name, {"node": "n"}) == 0
