@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import errno
 import grp
 import os
 import pwd
@@ -124,6 +125,20 @@ def same_bytes(path: Path, text: str) -> bool:
             if f.read(len(block)) != block:
                 return False
         return f.read(1) == b""
+
+
+def default_acl(directory: Path) -> bool:
+    """Whether ``directory`` has a default ACL, which a file created in it inherits. Ansible's
+    copy writes in its own temporary directory and renames the file into place (no inherited
+    ACL on one filesystem, an inherited one across two), so the fast path leaves such writes
+    to Ansible rather than guess."""
+    try:
+        os.getxattr(directory, "system.posix_acl_default")
+    except OSError as e:
+        if e.errno in (errno.ENODATA, errno.ENOTSUP):
+            return False
+        raise Declined(f"cannot read the ACL of {directory}: {e.strerror}") from e
+    return True
 
 
 def umask() -> int:

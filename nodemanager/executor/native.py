@@ -6,7 +6,8 @@ atomic_move keeps (owner, group, special bits, xattrs) before the declared attri
 Taken: file content (``write``), files without content (``touch``), directories, and executions
 (argv, ``chdir /``, the fixed PATH, no expansion: exactly what the rendered task runs). Anything
 else, or anything that cannot be done exactly (unknown user, symbolic mode, missing parent
-directory, another type in the way, a command in check mode), is declined: Ansible does it.
+directory, another type in the way, a parent with a default ACL, a command in check mode),
+is declined: Ansible does it.
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ def _write(step: Step, check: bool, want_diff: bool) -> TaskResult:
     path = Path(step.path)
     _parent_ok(path)
     attrs.uid_of(step.owner), attrs.gid_of(step.group), attrs.mode_of(step.mode)
+    if not check and attrs.default_acl(path.parent):
+        raise Declined("a default ACL: where Ansible's temporary file lives decides")
     try:
         st = path.lstat()
     except FileNotFoundError:

@@ -267,16 +267,21 @@ def execute(
             shutil.rmtree(private, ignore_errors=True)
 
 
-# Content above this goes to Ansible as a file (copy's `src:`) in the private dir instead of a
-# YAML scalar; Ansible leaves the diff of such a file out either way (its max diff size).
+# Content above this goes to Ansible as a file in the private dir instead of a YAML scalar;
+# Ansible leaves the diff of such content out either way (its max diff size).
 SPILL_ABOVE = 104448
+# Still copy's `content`, read back by a lookup: `src:` would mean something else (a directory
+# in the way gets a file put inside it, where `content` fails as Ansible says it must).
+_SPILLED = "{{ lookup('ansible.builtin.file', nodemanager_spilled, rstrip=False) }}"
 
 
 def _spill_large_content(playbook: list[dict[str, Any]], where: Path) -> list[dict[str, Any]]:
     """The playbook with every large copy ``content`` moved to a file below ``where`` (in the
-    0700 private dir, removed with it): the same bytes for the copy action, which turns content
-    into a file itself, without emitting and parsing megabytes of YAML."""
+    0700 private dir, removed with it) and read back as the same ``content``: the same bytes
+    and the same meaning for the copy action, without emitting and parsing megabytes of YAML.
+    A lookup's result is not templated again, so the bytes stay exactly these."""
     plays = []
+    spilled = 0
     for play in playbook:
         tasks: list[dict[str, Any]] = []
         for task in play["tasks"]:
@@ -284,11 +289,15 @@ def _spill_large_content(playbook: list[dict[str, Any]], where: Path) -> list[di
             content = params.get("content") if isinstance(params, dict) else None
             if isinstance(content, str) and len(content) > SPILL_ABOVE:
                 where.mkdir(exist_ok=True, mode=0o700)
-                src = where / str(len(tasks))
+                src = where / str(spilled)
+                spilled += 1
                 with open(src, "w", encoding="utf-8", newline="") as f:
                     f.write(content)
-                rest = {k: v for k, v in params.items() if k != "content"}
-                task = {**task, "ansible.builtin.copy": {"src": str(src), **rest}}
+                task = {
+                    **task,
+                    "ansible.builtin.copy": {**params, "content": _SPILLED},
+                    "vars": {**task.get("vars", {}), "nodemanager_spilled": str(src)},
+                }
             tasks.append(task)
         plays.append({**play, "tasks": tasks})
     return plays

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import stat
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -219,6 +221,16 @@ def _fixed_cases() -> list[Case]:
                     ]
                 }
             ],
+        )
+    )
+    # Large content (handed to Ansible through a file) where `content` must fail as Ansible's
+    # copy fails it: a directory in the way.
+    c.append(
+        Case(
+            "large-dir-in-the-way",
+            [{"files": [{"path": "R/f", "content": BIG}]}],
+            lambda r: ANSIBLE_PRIORS["dir"](r / "f", BIG),
+            native=False,
         )
     )
     # files without content
@@ -478,7 +490,57 @@ def _exec_cases() -> list[Case]:
     return c
 
 
-def cases(n_generated: int = 110) -> list[Case]:
+# POSIX ACLs are xattrs (system.posix_acl_*), so ``state`` compares them; setting them needs
+# setfacl (Debian's acl package, installed by `make deps`).
+HAVE_ACL = shutil.which("setfacl") is not None
+
+
+def _setfacl(path: Path, *spec: str) -> None:
+    subprocess.run(["setfacl", *spec, str(path)], check=True)
+
+
+def _acl_cases() -> list[Case]:
+    def acl_file(r: Path, content: str = "a\n") -> None:
+        _write(r / "f", content, 0o640)
+        _setfacl(r / "f", "-m", "u:daemon:rw,g:daemon:r")
+
+    def default_acl_dir(r: Path, file: bool = False) -> None:
+        _mkdir(r / "d", 0o750)
+        if file:
+            _write(r / "d" / "f", "old\n")
+        _setfacl(r / "d", "-d", "-m", "u:daemon:rwx,g:daemon:rx")
+
+    c: list[Case] = []
+    for content in ("a\n", "b\n"):  # the same bytes, then a rewrite that keeps the ACL
+        for mode in (None, "0640", "0600", "0664"):
+            spec = {"path": "R/f", "content": content, **({"mode": mode} if mode else {})}
+            c.append(Case(f"acl-file-{content[0]}-{mode}", [{"files": [spec]}], acl_file))
+    c.append(Case("acl-touch", [{"files": [{"path": "R/f", "mode": "0600"}]}], acl_file))
+    directory = {"path": "R/d", "ensure": "directory"}
+    c.append(Case("acl-dir", [{"files": [directory]}], default_acl_dir))
+    # New paths below a directory with a default ACL inherit it (or not) as Ansible makes them.
+    for what, spec in {
+        "file": {"path": "R/d/f", "content": "new\n"},
+        "file-mode": {"path": "R/d/f", "content": "new\n", "mode": "0600"},
+        "touch": {"path": "R/d/f"},
+        "subdir": {"path": "R/d/s", "ensure": "directory", "mode": "0700"},
+    }.items():
+        # content written below a default ACL is Ansible's (attrs.default_acl says why)
+        native = "content" not in spec
+        c.append(Case(f"acl-default-{what}", [{"files": [spec]}], default_acl_dir, native=native))
+    c.append(
+        Case(
+            "acl-default-rewrite",
+            [{"files": [{"path": "R/d/f", "content": "new\n"}]}],
+            lambda r: default_acl_dir(r, file=True),
+            native=False,
+        )
+    )
+    return c
+
+
+def cases(n_generated: int = 95) -> list[Case]:
     rng = random.Random(20261123)
     generated = [_file_case(i, rng) for i in range(n_generated)]
-    return generated + _fixed_cases() + _exec_cases()
+    acl = _acl_cases() if HAVE_ACL else []
+    return generated + _fixed_cases() + _exec_cases() + acl

@@ -18,24 +18,31 @@ import pytest
 from nodemanager.executor import config
 from nodemanager.executor.run import apply
 from nodemanager.playbook.dump import to_yaml
-from tests.integration.differential import Case, cases, plan_of, prepare, reports, state
+from tests.integration.differential import (
+    BIG,
+    HAVE_ACL,
+    Case,
+    cases,
+    plan_of,
+    prepare,
+    reports,
+    state,
+)
 
-# Opt-in until it has run green in full on a quiet machine (its 150+ cases cost about four
-# Ansible runs of ~60-180 tasks each: minutes there, over 15 minutes on a saturated one).
-pytestmark = [
-    pytest.mark.ansible,
-    pytest.mark.timeout(2400),
-    pytest.mark.skipif(
-        not os.environ.get("NODEMANAGER_DIFFERENTIAL"),
-        reason="set NODEMANAGER_DIFFERENTIAL=1 to run the differential suite",
-    ),
-]
+# Its 180+ cases cost a dozen Ansible runs of up to ~130 tasks each: minutes on a quiet
+# machine (bench/README.md has the figure), many more on a saturated one.
+pytestmark = [pytest.mark.ansible, pytest.mark.timeout(2400)]
 
 ALL = cases()
 
 
 def test_enough_cases():
     assert len(ALL) >= 150
+
+
+@pytest.mark.skipif(not HAVE_ACL, reason="no setfacl (Debian's acl package): ACL cases left out")
+def test_acl_cases_are_in():
+    assert sum(c.name.startswith("acl-") for c in ALL) >= 10
 
 
 def _divergences(fast: dict, slow: dict) -> list[str]:
@@ -83,15 +90,28 @@ def test_apply_means_the_same_with_and_without_the_fast_path(tmp_path, native):
 
 
 def test_check_and_diff_mean_the_same(tmp_path):
-    batch = ALL[::3]
+    # A quarter of the cases, plus every createOnly and Secret-fed one (what --check reports
+    # for them differs most easily).
+    sample = ALL[::4]
+    batch = sample + [
+        c for c in ALL if (c.secrets or c.name.startswith("create-only")) and c not in sample
+    ]
     fast_side, slow_side, fast, slow = _run_both(batch, tmp_path, check=True, diff=True)
     problems = _divergences(reports(fast.results, fast_side), reports(slow.results, slow_side))
     problems += _divergences(state(fast_side), state(slow_side))
     assert problems == []
 
 
+def _spilled(case: Case) -> bool:
+    """Content large enough for the executor to hand it to Ansible through a file."""
+    return any(f.get("content") == BIG for part in case.parts for f in part.get("files", []))
+
+
 def test_render_output_under_plain_ansible_playbook(tmp_path):
-    batch = [c for c in ALL if not c.secrets][::12]
+    # A sample, plus every large content left to Ansible: render prints it inline, so plain
+    # ansible-playbook shows what `content` means where the executor's spill file must agree.
+    sample = [c for c in ALL if not c.secrets][::12]
+    batch = sample + [c for c in ALL if _spilled(c) and not c.native and c not in sample]
     fast_side, plain_side = tmp_path / "fast", tmp_path / "plain"
     prepare(batch, fast_side)
     prepare(batch, plain_side)
