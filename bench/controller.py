@@ -123,6 +123,8 @@ async def measure(cp, controller: subprocess.Popen, metrics_port: int) -> dict:
         log(f"controller: status shows {AGENTS} updated; {REST_SECONDS:g} s at rest")
         with Meter(pids, metrics_port) as rest:
             await asyncio.sleep(REST_SECONDS)
+        shares = {k: round(v / rest.seconds, 3) for k, v in rest.cpu.items()}
+        log(f"controller: at rest, CPU share by process {shares}, requests {rest.requests}")
         for i in range(REPEATS):
             with Meter(pids, metrics_port) as m:
                 _, changed = await admin.request(

@@ -39,9 +39,11 @@ async def measure(n: int, server: str, ctx: ssl.SSLContext, admin: HTTP) -> dict
         log(f"N={n}: {n} agents registered, watching and reported in {setup:.1f} s")
 
         # At rest: every agent connected, watching and heartbeating; count what they send.
-        before = fleet.pool.requests
+        before = fleet.pool.requests + fleet.leases.requests
         await asyncio.sleep(REST_SECONDS)
-        per_agent_hour = (fleet.pool.requests - before) / n * 3600 / REST_SECONDS
+        per_agent_hour = (
+            (fleet.pool.requests + fleet.leases.requests - before) / n * 3600 / REST_SECONDS
+        )
 
         # The change: a new generation of the ConfigSet every agent selects.
         change_started = time.perf_counter()

@@ -20,7 +20,7 @@ from typing import Any
 from nodemanager.api import ConfigSet, InvalidObject
 from nodemanager.controller import access, events, liveness, rollout, staging
 from nodemanager.controller.serve import ControllerMetrics, serve
-from nodemanager.controller.summary import NodeView, configset_status, differs
+from nodemanager.controller.summary import NodeView, configset_status, differs, progress_only
 from nodemanager.kube import watches
 from nodemanager.kube.client import ClientFactory
 from nodemanager.kube.election import LeaderElector
@@ -43,6 +43,10 @@ class Options:
     # A full sync at least this often though nothing changed: Lease renewals wake none, and a
     # level-triggered controller should still look at the whole fleet now and then.
     resync_period: float = 5.0
+    # While a rollout progresses, its counts are written at most this often: each status write
+    # reaches every agent's ConfigSet watch (5,000 events for 5,000 agents). Completion,
+    # failure and pause are written at once.
+    progress_period: float = 5.0
     manage_access: bool = True
     metrics_bind_address: str = ":8082"
     health_probe_bind_address: str = ":8083"
@@ -104,6 +108,8 @@ class Controller:
         self._lease_seen: dict[str, tuple[str, float]] = {}  # node -> (renewTime, first seen)
         self._targets: dict[str, str] = {}  # ConfigSet -> revision its rollout last aimed at
         self._rolling = False  # a rollout waits on time (minReadySeconds): sync every tick
+        self._written_at: dict[str, float] = {}  # ConfigSet -> when its status was last written
+        self._deferred = False  # a progress-only status write waits: sync again next tick
 
     def _informer(self, kind: Kind, **kwargs: Any) -> Informer:
         return Informer(
@@ -130,7 +136,7 @@ class Controller:
     ) -> None:
         views = [NodeView.from_dict(n) for n in nodes]
         now = stamp()
-        self._rolling = False
+        self._rolling = self._deferred = False
         for raw in configsets:
             name = raw["metadata"]["name"]
             cached = raw.get("status") or {}
@@ -157,7 +163,9 @@ class Controller:
                 self._rolling = self._rolling or (
                     settings.min_ready_seconds > 0 and step.extra["unavailable"] > 0
                 )
-            if differs(wanted, base["status"]):
+            if differs(wanted, base["status"]) and self._progress_waits(name, wanted, base):
+                self._deferred = True
+            elif differs(wanted, base["status"]):
                 try:
                     self.fleet.patch_configset_status(name, wanted)
                 except KubeError as e:
@@ -167,11 +175,16 @@ class Controller:
                     self._record(raw, notes)
                     continue
                 self._written[name] = wanted
+                self._written_at[name] = time.monotonic()
                 self.metrics.writes.labels("configset_status").inc()
                 # Transitions only from a status actually written: a failed write is retried
                 # and must not say it twice.
                 notes = notes + events.transitions(base["status"], wanted)
             self._record(raw, notes)
+
+    def _progress_waits(self, name: str, wanted: dict[str, Any], base: dict[str, Any]) -> bool:
+        since = time.monotonic() - self._written_at.get(name, float("-inf"))
+        return since < self.opts.progress_period and progress_only(wanted, base["status"])
 
     def _record(self, raw: dict[str, Any], notes: list[events.Note]) -> None:
         meta = raw["metadata"]
@@ -223,7 +236,8 @@ class Controller:
                 fresh = self.fleet.get_lease(name)
                 self.metrics.lease_reads.inc()
                 if liveness.renewed(fresh, record):
-                    seen[name] = (liveness.renew_time(fresh), mono)
+                    # Seen from now: this sync's start may be long past on a busy server.
+                    seen[name] = (liveness.renew_time(fresh), time.monotonic())
                     continue
                 self.fleet.patch_node_conditions(name, rv, conditions)
             except KubeError as e:
@@ -310,7 +324,8 @@ class Controller:
                 log.info("leading: syncing the fleet")
                 was_leading = True
             idle = time.monotonic() - last_sync < self.opts.resync_period
-            if not changed and was_leading and last_sync and not self._rolling and idle:
+            waiting = self._rolling or self._deferred
+            if not changed and was_leading and last_sync and not waiting and idle:
                 self._sync_liveness(self.informers["managednodes"].items())
                 continue
             wait = last_sync + self.opts.sync_period - time.monotonic()

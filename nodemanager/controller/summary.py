@@ -174,3 +174,22 @@ def differs(wanted: Mapping[str, Any], current: Mapping[str, Any] | None) -> boo
     """Whether writing ``wanted`` changes anything the controller owns in ``current``."""
     current = current or {}
     return any(current.get(k) != v for k, v in wanted.items())
+
+
+def progress_only(wanted: Mapping[str, Any], current: Mapping[str, Any] | None) -> bool:
+    """Whether ``wanted`` differs from ``current`` only in counts and messages of a rollout in
+    progress: same generation, same condition statuses and reasons (no completion, no failure,
+    no pause). Such a write may wait: every agent's ConfigSet watch receives each one."""
+    current = current or {}
+    if not current or current.get("observedGeneration") != wanted.get("observedGeneration"):
+        return False
+    if current.get("failedNodes") != wanted.get("failedNodes"):
+        return False
+
+    def shape(status: Mapping[str, Any]) -> list[tuple[Any, Any, Any]]:
+        return [
+            (c.get("type"), c.get("status"), c.get("reason"))
+            for c in status.get("conditions") or []
+        ]
+
+    return shape(current) == shape(wanted)

@@ -5,7 +5,8 @@ real controller process on the real control plane.
 - Ready=Unknown is written for exactly the nodes whose Lease stopped, never for a renewed one.
 - Lease renewals alone cause no sync (only the periodic resync) and no write.
 - A burst of node reports is a few ConfigSet status writes (one per sync period), not one per
-  node, and the status ends up counting every node.
+  node, and the status ends up counting every node; while a rollout progresses its counts are
+  written every 5 s at most, its completion at once.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ NODES = [f"scale-{i:02d}" for i in range(40)]
 LIVE = NODES[:30]  # their Leases are renewed every second; the other 10 stop
 LEASE_SECONDS = 10
 SYNC_PERIOD = 1.0
+PROGRESS_PERIOD = 5.0  # the controller default
 
 
 def now() -> str:
@@ -200,3 +202,49 @@ def test_a_burst_of_node_reports_is_a_few_configset_status_writes(fleet, control
     # 40 node reports; at most one status write per sync period, and never one per report.
     assert 1 <= status_writes <= elapsed / SYNC_PERIOD + 1, (status_writes, elapsed)
     assert status_writes < len(NODES) / 4, status_writes
+
+
+def test_counts_of_a_rollout_in_progress_are_written_every_5_s_completion_at_once(
+    fleet, controller
+):
+    ns, api, _ = fleet
+    cs = put_configset(
+        api,
+        ns,
+        "scale",
+        {
+            "selector": {"matchLabels": {"fleet": "scale"}},
+            "files": [{"path": "/etc/scale.conf", "content": "v2\n"}],
+        },
+    )
+    generation = cs["metadata"]["generation"]
+    custom = client.CustomObjectsApi(api)
+    before = metrics(controller)
+    started = time.monotonic()
+    for name in NODES:  # reports spread over about 10 s: counts change every sync period
+        custom.patch_namespaced_custom_object_status(
+            GROUP,
+            VERSION,
+            ns,
+            "managednodes",
+            name,
+            {"status": {"configsets": [{"name": "scale", "generation": generation}]}},
+        )
+        time.sleep(0.25)
+    reported = time.monotonic()
+
+    def complete() -> dict:
+        s = custom.get_namespaced_custom_object(GROUP, VERSION, ns, "configsets", "scale")
+        status = s.get("status") or {}
+        assert (status.get("observedGeneration"), status.get("updated")) == (generation, 40)
+        return status
+
+    eventually(complete, timeout=60, message="40 of 40 updated")
+    done = time.monotonic()
+    after = metrics(controller)
+    key = 'nodemanager_controller_writes_total{kind="configset_status"}'
+    status_writes = after[key] - before.get(key, 0)
+    # The new generation and the completion at once; counts in between every 5 s at most
+    # (one a second before: about 10 writes).
+    assert 2 <= status_writes <= (reported - started) / PROGRESS_PERIOD + 3, status_writes
+    assert done - reported < 3 * SYNC_PERIOD + 2, done - reported  # completion is not held back

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nodemanager.controller.summary import NodeView, configset_status, differs
+from nodemanager.controller.summary import NodeView, configset_status, differs, progress_only
 
 
 def configset(generation=2, paused=False, status=None):
@@ -92,3 +92,28 @@ def test_same_reports_give_the_same_status_so_nothing_is_written_again():
 def test_a_configset_without_selector_or_labels_matches_nothing():
     raw = {"metadata": {"name": "web", "generation": 1}, "spec": {}}
     assert configset_status(raw, [node("a", generation=1)], now="t")["matched"] == 0
+
+
+def test_only_counts_of_a_rollout_in_progress_may_wait():
+    nodes = [node(f"n{i}") for i in range(4)]
+    start = configset_status(configset(), nodes, now="t0")  # 0 of 4: NodesUpdating
+    half = configset_status(
+        configset(status=start),
+        [node("n0", generation=2), node("n1", generation=2), node("n2"), node("n3")],
+        now="t1",
+    )
+    assert differs(half, start) and progress_only(half, start)
+    # Completion, a failure and a new generation are written at once.
+    done = configset_status(
+        configset(status=half), [node(f"n{i}", generation=2) for i in range(4)], now="t2"
+    )
+    assert differs(done, half) and not progress_only(done, half)
+    failed = configset_status(
+        configset(status=half),
+        [node("n0", generation=2, error="boom"), node("n1", generation=2), node("n2"), node("n3")],
+        now="t2",
+    )
+    assert not progress_only(failed, half)
+    newer = configset_status(configset(generation=3, status=half), nodes, now="t2")
+    assert not progress_only(newer, half)
+    assert not progress_only(start, {})  # the first status
