@@ -149,13 +149,14 @@ class Upgrader:
 
     def returned(self) -> bool:
         """After the reboot an upgrade asked for: uncordon, give the group Lease back. Also
-        after an agent died mid-upgrade: uncordon what it cordoned. Whether anything changed."""
+        after an agent died mid-upgrade: uncordon what it cordoned. Whether it did either (when
+        the uncordon fails, upgrades go on: the next one uncordons after it)."""
         if not self.state.reboot_pending:
             if self.state.cordoned is None:
                 return False
             self._release()
             self._save()
-            return True
+            return self.state.cordoned is None
         log.info("back from the reboot after the upgrade")
         self._release()
         self.state.reboot_pending, self.state.result = False, "Succeeded"
@@ -225,8 +226,9 @@ class Upgrader:
             self._release()
             self._save()
             return None
-        except Exception as e:
+        except Exception as e:  # counted as a failed upgrade, as upstream does
             log.warning("cannot cordon and drain the Kubernetes Node: %s", e)
+            self.metrics.upgrades.labels(self.metrics.node or self.name, "error").inc()
             self.state.result = "Failed"
             self.state.message = f"cordon and drain of Kubernetes Node {self.name}: {e}"[:1000]
             self.state.last_attempt = now

@@ -220,6 +220,8 @@ def test_no_upgrade_when_the_cordon_fails_and_the_group_is_released(tmp_path):
     assert u.tick(node())
     assert plans == [] and locker.calls[-1] == ("release", "g")
     assert "cordon and drain of Kubernetes Node n: API down" in u.condition({}, 1, "t")["message"]
+    failed = {"node": "n", "result": "error"}
+    assert u.metrics.registry.get_sample_value("nodemanager_upgrade_total", failed) == 1
 
 
 def test_after_a_reboot_and_after_a_crash_the_node_is_uncordoned(tmp_path, monkeypatch):
@@ -263,3 +265,25 @@ def test_the_cordon_metric_follows_the_cordon(tmp_path, monkeypatch):
     assert back.metrics.registry.get_sample_value(name, {"node": "n"}) == 1_800_000_000.0
     back.tick(node())
     assert back.metrics.registry.get_sample_value(name, {"node": "n"}) == 0
+
+
+def test_a_failing_uncordon_after_a_crash_does_not_block_upgrades(tmp_path):
+    class Refusing(Drainer):
+        def uncordon(self):
+            self.log.append("uncordon")
+            raise RuntimeError("403")
+
+    log, plans = [], []
+    u = upgrader(tmp_path, run=lambda p: (plans.append(p), ok_run(p))[1], locker=Locker())
+    u.state.cordoned = 1.0  # left by an agent killed mid-upgrade
+    u._save()
+    u = upgrader(
+        tmp_path,
+        run=lambda p: (plans.append(p), ok_run(p))[1],
+        locker=Locker(),
+        drainer=Refusing(log, cordon=False),
+    )
+    assert u.tick(node())
+    assert len(plans) == 1  # upgraded; still ours to uncordon, tried again after it
+    assert log == ["uncordon", "cordon", "drain", "uncordon"]
+    assert u.status()["kubernetesNodeCordoned"]
