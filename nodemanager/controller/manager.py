@@ -217,6 +217,9 @@ class Controller:
     def _sync_liveness(self, nodes: list[dict[str, Any]]) -> None:
         leases = {lease["metadata"]["name"]: lease for lease in self.informers["leases"].items()}
         mono, now = time.monotonic(), stamp()
+        # Time the Lease cache was blind (its watch failing: an API outage, agents unable to
+        # renew either) does not count: after it, every node gets a whole lease to renew.
+        blind_until = self.informers["leases"].failed_at
         seen: dict[str, tuple[str, float]] = {}
         for node in nodes:
             name, rv = node["metadata"]["name"], node["metadata"].get("resourceVersion", "")
@@ -224,7 +227,7 @@ class Controller:
             record = liveness.renew_time(lease)
             prior = self._lease_seen.get(name)
             seen[name] = prior if prior and prior[0] == record else (record, mono)
-            message = liveness.expired(lease, mono - seen[name][1])
+            message = liveness.expired(lease, mono - max(seen[name][1], blind_until))
             if message is None or self._stale_written.get(name) == rv:
                 continue
             conditions = liveness.stale_conditions(node, message, now)

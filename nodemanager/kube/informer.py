@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -62,6 +63,9 @@ class Informer:
         self._items: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
         self._rv = ""
+        # When a list or watch last failed (monotonic): a consumer judging by how long nothing
+        # changed must not count time the cache could not see (an API outage).
+        self.failed_at = 0.0
 
     def items(self) -> list[dict[str, Any]]:
         with self._lock:
@@ -177,6 +181,7 @@ class Informer:
                     log.info("%s watch expired (410 Gone); relisting", self.kind.name)
                     need_list = True
                     continue
+                self.failed_at = time.monotonic()
                 delay = backoff.next()
                 log.warning(
                     "%s list/watch failed (%s %s); retrying in %.1f s",
@@ -189,6 +194,7 @@ class Informer:
             except (
                 Exception
             ) as e:  # connection refused, reset, timeouts: the API server may be restarting
+                self.failed_at = time.monotonic()
                 delay = backoff.next()
                 log.warning(
                     "%s list/watch failed (%s); retrying in %.1f s", self.kind.name, e, delay

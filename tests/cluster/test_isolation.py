@@ -321,6 +321,21 @@ def test_3_spec_write_is_refused(cluster):
     )
 
 
+def test_3_admitting_itself_to_a_rollout_revision_is_refused(cluster):
+    """Admissions of staged rollouts (spec.configsetRevisions) are the controller's to write."""
+    assert refused(
+        lambda: cluster.custom().patch_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            cluster.ns,
+            "managednodes",
+            "a",
+            {"spec": {"configsetRevisions": {"web": "web-0123456789"}}},
+        ),  # fmt: skip
+        "spec is set by administrators",
+    )
+
+
 def test_3_writing_another_nodes_managednode_is_refused(cluster):
     assert refused(
         lambda: cluster.custom().patch_namespaced_custom_object_status(

@@ -14,6 +14,9 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
+from tests.cluster import conftest as cluster_conftest
+from tests.cluster.conftest import measured  # noqa: F401  (a fixture: numbers the issues ask for)
+from tests.cluster.controller import ControllerProcess, shipped_kubeconfig
 from tests.cluster.helpers import eventually
 from tests.controlplane.cluster import ControlPlane
 from tests.e2e.fleet import Node
@@ -74,7 +77,33 @@ def zipapp(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def fleet(plane, zipapp, tmp_path_factory):
+def controller(plane, zipapp, tmp_path_factory):
+    """The fleet controller as on an admin host: the zipapp, with the credential of
+    deploy/controller.yaml's ServiceAccount. Nodes get no Secret or ConfigMap from `rbac`; this
+    grants each the ones its ConfigSets reference. One replica without leader election: with
+    it, the 2-minute API outage of scenario 4 ends its leadership and the process (by design;
+    its service manager would restart it), and nothing here restarts it."""
+    directory = tmp_path_factory.mktemp("controller")
+    kubeconfig = str(plane.kubeconfig)
+    subprocess.run(
+        ["kubectl", "--kubeconfig", kubeconfig, "create", "namespace", NAMESPACE],
+        capture_output=True,
+        timeout=60,
+    )  # `rbac --shared` applies it again at registration
+    c = ControllerProcess(
+        shipped_kubeconfig(kubeconfig, NAMESPACE, directory),
+        NAMESPACE,
+        directory,
+        command=(sys.executable, str(zipapp)),
+        env={"NODEMANAGER_UNPACK_DIR": str(zipapp.parent / "unpacked")},
+    ).start()
+    eventually(c.leading, timeout=180, message="fleet controller leading")
+    yield c
+    assert c.stop() == 0, c.log()[-3000:]
+
+
+@pytest.fixture(scope="module")
+def fleet(plane, zipapp, controller, tmp_path_factory):
     shared = tmp_path_factory.mktemp("fleet")
     nodes = [Node(init, name, shared, labels) for name, init, labels in MACHINES]
     try:
@@ -101,9 +130,15 @@ def pytest_runtest_makereport(item, call):
             except Exception as e:  # the machine may be the thing that broke
                 text = f"(cannot read the log: {e})"
             report.sections.append((f"agent log on {node.name} ({node.init})", text))
+        if item.funcargs.get("controller"):
+            report.sections.append(
+                ("fleet controller log", item.funcargs["controller"].log()[-20000:])
+            )
 
 
 def pytest_terminal_summary(terminalreporter):
+    if not terminalreporter.config.pluginmanager.is_registered(cluster_conftest):
+        cluster_conftest.pytest_terminal_summary(terminalreporter)  # e2e alone: print its numbers
     if _times:
         terminalreporter.write_sep("-", "e2e scenario times")
         for name, seconds in _times.items():

@@ -84,8 +84,9 @@ def entry(node: dict[str, Any], configset: str) -> dict[str, Any] | None:
     return None
 
 
-def put_configset(admin, name: str, spec: dict[str, Any]) -> str:
-    """Create or replace a ConfigSet; its resourceVersion."""
+def put_configset(admin, name: str, spec: dict[str, Any]) -> int:
+    """Create or replace a ConfigSet; its generation (what agents report applied: the
+    resourceVersion also moves when the fleet controller writes the ConfigSet's status)."""
     api = client.CustomObjectsApi(admin)
     body = {
         "apiVersion": f"{GROUP}/{VERSION}",
@@ -103,14 +104,14 @@ def put_configset(admin, name: str, spec: dict[str, Any]) -> str:
         if e.status != 404:
             raise
         done = api.create_namespaced_custom_object(GROUP, VERSION, NAMESPACE, "configsets", body)
-    return done["metadata"]["resourceVersion"]
+    return done["metadata"]["generation"]
 
 
-def applied(admin, node: str, configset: str, resource_version: str) -> bool:
+def applied(admin, node: str, configset: str, generation: int) -> bool:
     """The node reports this version of the ConfigSet applied without error, and is Ready."""
     mn = managed_node(admin, node)
     e = entry(mn, configset)
-    assert e and e["resourceVersion"] == resource_version and not e["error"], e
+    assert e and e["generation"] == generation and not e["error"], e
     assert condition(mn, "Ready") == "True", mn.get("status")
     return True
 
@@ -274,6 +275,63 @@ def test_2_selection(fleet, admin):
     eventually(hosts_right, timeout=90, message="/etc/hosts from every node on every machine")
 
 
+TOKEN = "/etc/e2e/token"
+
+
+def node_reads_secret(node: Node, secret: str) -> bool:
+    """Whether the node's own credential (its kubeconfig, read from the machine) reads it."""
+    api = config.new_client_from_config(str(node.machine.path("/etc/nodemanager/kubeconfig")))
+    try:
+        client.CoreV1Api(api).read_namespaced_secret(secret, NAMESPACE)
+        return True
+    except client.ApiException as e:
+        assert e.status == 403, e
+        return False
+    finally:
+        api.close()
+
+
+def test_2b_secret_scoping(fleet, admin, measured):
+    """Nodes read only the Secrets their ConfigSets reference, granted by the fleet controller:
+    `rbac` grants none. A new reference applies within seconds; a removed one is revoked."""
+    web = [by_name(fleet, "e2e-deb-1"), by_name(fleet, "e2e-rc-1")]
+    other = by_name(fleet, "e2e-deb-2")
+    core = client.CoreV1Api(admin)
+    core.create_namespaced_secret(
+        NAMESPACE,
+        client.V1Secret(metadata=client.V1ObjectMeta(name="web-token"), string_data={"t": "s3"}),
+    )
+    assert not any(node_reads_secret(n, "web-token") for n in fleet), "granted before any ref"
+    spec = web_spec("")
+    spec["files"] = [
+        spec["files"][0],
+        {"path": TOKEN, "template": "{{ node.secrets.t }}", "secretRefs": [{"name": "web-token"}]},
+    ]
+    added = time.monotonic()
+    rv = put_configset(admin, "web-secret", spec)
+    for node in web:
+        until(applied, admin, node.name, "web-secret", rv, timeout=60, message=node.name)
+    granted = time.monotonic() - added
+    for node in web:
+        assert node.read(TOKEN) == "s3"
+        assert node_reads_secret(node, "web-token")
+    assert not node_reads_secret(other, "web-token"), "referenced only by the web ConfigSet"
+    assert other.read(TOKEN) is None
+
+    spec["files"] = [spec["files"][0], {"path": TOKEN, "content": "static\n"}]
+    removed = time.monotonic()
+    put_configset(admin, "web-secret", spec)
+    eventually(
+        lambda: not any(node_reads_secret(n, "web-token") for n in web),
+        timeout=30,
+        interval=0.2,
+        message="the removed reference is revoked",
+    )
+    revoked = time.monotonic() - removed
+    measured("e2e: new Secret reference applied on both web machines", granted)
+    measured("e2e: removed Secret reference revoked", revoked)
+
+
 def test_3_kill_9(fleet, admin):
     """kill -9 the agent: the service manager restarts it, and it converges on what changed
     while it was gone."""
@@ -292,10 +350,12 @@ def test_3_kill_9(fleet, admin):
     state["web_rv"] = rv
 
 
-def test_4_api_down(fleet, plane, admin):
+def test_4_api_down(fleet, plane, admin, controller):
     """The API is down for two minutes; a managed file edited by hand meanwhile is reverted
-    during the outage, and the node's status and lease catch up when the API returns."""
+    during the outage, and the node's status and lease catch up when the API returns. The fleet
+    controller does not count the outage against the nodes' Leases (no Ready=Unknown)."""
     node = by_name(fleet, "e2e-deb-1")
+    controller_log = len(controller.log())
     changes = _metric(node, "nodemanager_file_changes_total")
     plane.stop_apiserver()
     down = time.monotonic()
@@ -326,12 +386,13 @@ def test_4_api_down(fleet, plane, admin):
         until(applied, admin, name, "web", rv, timeout=120, message=f"v3 on {name}")
     assert node.read(WEB) == "served by nodemanager v3\n"
     state["web_rv"] = rv
+    assert "Ready=Unknown" not in controller.log()[controller_log:], controller.log()[-3000:]
 
 
-def _rv(admin, configset: str) -> str:
+def _rv(admin, configset: str) -> int:
     return client.CustomObjectsApi(admin).get_namespaced_custom_object(
         GROUP, VERSION, NAMESPACE, "configsets", configset
-    )["metadata"]["resourceVersion"]
+    )["metadata"]["generation"]
 
 
 def _metric(node: Node, name: str) -> float:
@@ -397,7 +458,7 @@ def test_6_token_rotation(fleet, admin):
     print(f"rotated {state['rotated_at']} s after issue of a {SHORT_TTL} s token")
 
 
-MANAGED = {"/etc/hosts", "/etc/e2e", "/etc/e2e/rotation", WEB}
+MANAGED = {"/etc/hosts", "/etc/e2e", "/etc/e2e/rotation", WEB, TOKEN}
 # What a booted Debian writes by itself (journal, systemd's own state, login records).
 RUNTIME = ("/var/log/journal", "/var/lib/systemd", "/etc/machine-id", "/var/log/wtmp")
 
