@@ -5,8 +5,8 @@ A changed file costs Ansible's copy action two module calls plus the playbook st
 atomic_move keeps (owner, group, special bits, xattrs) before the declared attributes apply.
 Taken: file content (``write``), files without content (``touch``), directories, and executions
 (argv, ``chdir /``, the fixed PATH, no expansion: exactly what the rendered task runs). Anything
-else, or anything that cannot be done exactly (unknown user, symbolic mode, missing parent
-directory, another type in the way, a parent with a default ACL, a command in check mode),
+else, or anything that cannot be done exactly (unknown user, symbolic mode, a missing parent
+directory of a file, another type in the way, a parent with a default ACL, a command in check mode),
 is declined: Ansible does it.
 """
 
@@ -106,16 +106,36 @@ def _touch(step: Step, check: bool, want_diff: bool) -> TaskResult:
     return _result(step, "changed" if attrs.apply(path, step) else "ok")
 
 
+def _missing_parents(path: Path) -> list[Path]:
+    """The ancestors of ``path`` to create, outermost first, below its nearest existing one,
+    which must be a plain directory (a link or a file there is Ansible's to report)."""
+    missing = []
+    parent = path.parent
+    while True:
+        try:
+            st = parent.lstat()
+        except FileNotFoundError:
+            missing.append(parent)
+            parent = parent.parent
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            raise Declined("an ancestor is not a plain directory")
+        return missing[::-1]
+
+
 def _directory(step: Step, check: bool, want_diff: bool) -> TaskResult:
     path = Path(step.path)
-    _parent_ok(path)  # Ansible gives missing parents the child's attributes: its job
+    missing = _missing_parents(path)
     attrs.uid_of(step.owner), attrs.gid_of(step.group), attrs.mode_of(step.mode)
     try:
         st = path.lstat()
     except FileNotFoundError:
         if not check:
-            path.mkdir()
-            attrs.apply(path, step)
+            # As Ansible's file module does: every directory it creates, missing parents
+            # included, gets the declared owner, group and mode (mkdir -p with attributes).
+            for new in [*missing, path]:
+                new.mkdir()
+                attrs.apply(new, step)
         return _result(step, "changed")
     if not stat.S_ISDIR(st.st_mode):
         raise Declined("another type in the way")

@@ -206,6 +206,25 @@ def _fixed_cases() -> list[Case]:
                     ]
                 }
             ],
+        )
+    )
+    # Missing parents get the child's owner, group and mode, as Ansible's mkdir -p does.
+    for name, extra in {
+        "plain": {},
+        "attrs": {"mode": "0700", "owner": "daemon", "group": "daemon"},
+        "setgid": {"mode": "2750"},
+    }.items():
+        c.append(
+            Case(
+                f"dir-missing-parents-{name}",
+                [{"files": [{"path": "R/x/y/z", "ensure": "directory", **extra}]}],
+            )
+        )
+    c.append(
+        Case(
+            "dir-missing-parents-file-in-the-way",
+            [{"files": [{"path": "R/x/y/z", "ensure": "directory", "mode": "0700"}]}],
+            lambda r: (r / "x").write_text("x"),
             native=False,
         )
     )

@@ -111,7 +111,8 @@ def test_render_output_under_plain_ansible_playbook(tmp_path):
     # A sample, plus every large content left to Ansible: render prints it inline, so plain
     # ansible-playbook shows what `content` means where the executor's spill file must agree.
     sample = [c for c in ALL if not c.secrets][::12]
-    batch = sample + [c for c in ALL if _spilled(c) and not c.native and c not in sample]
+    spilled = [c for c in ALL if _spilled(c) and not c.native and c not in sample]
+    batch = sample + spilled[-2:]  # a link in the way, and large-dir-in-the-way
     fast_side, plain_side = tmp_path / "fast", tmp_path / "plain"
     prepare(batch, fast_side)
     prepare(batch, plain_side)

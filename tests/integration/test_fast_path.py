@@ -1,6 +1,7 @@
 """The fast path: converged tasks are recognised without Ansible, drift of every kind is not."""
 
 import os
+import pwd
 from pathlib import Path
 
 import pytest
@@ -108,6 +109,20 @@ def test_native_write_and_its_subscribed_execution_need_no_ansible(tmp_path):
     assert (
         not again.ansible and log.read_text() == "ran\n"
     )  # nothing changed, the handler does not run
+
+
+def test_directory_with_missing_parents_is_made_natively_as_ansible_makes_it(tmp_path):
+    # Every directory created, the missing parents too, gets the declared owner and mode; the
+    # differential suite compares this with Ansible's file module.
+    spec = {"path": f"{tmp_path}/x/y/z", "ensure": "directory", "mode": "0700", "owner": "daemon"}
+    first = apply(plan_of({"files": [spec]}))
+    assert not first.failed and not first.ansible
+    daemon = pwd.getpwnam("daemon").pw_uid
+    for d in ("x", "x/y", "x/y/z"):
+        st = os.stat(tmp_path / d)
+        assert (st.st_mode & 0o7777, st.st_uid) == (0o700, daemon), d
+    again = apply(plan_of({"files": [spec]}))
+    assert [r.status for r in again.results] == ["ok"]
 
 
 def test_execution_after_a_task_left_to_ansible_waits_for_it(tmp_path):
