@@ -29,8 +29,8 @@ from tests.integration.differential import (
     state,
 )
 
-# Its 180+ cases cost a dozen Ansible runs of up to ~130 tasks each: minutes on a quiet
-# machine (bench/README.md has the figure), many more on a saturated one.
+# Its 170+ cases cost a dozen Ansible runs of up to ~130 tasks each: 7 min 49 s (334 CPU
+# seconds) on 2 vCPUs at load average 5-6, so about 6 min on a quiet machine.
 pytestmark = [pytest.mark.ansible, pytest.mark.timeout(2400)]
 
 ALL = cases()

@@ -229,3 +229,23 @@ def test_content_that_looks_like_tasks_stays_content():
 def test_render_is_deterministic():
     spec = {"packages": [{"name": "b"}, {"name": "a"}], "files": [{"path": "/a", "content": "ä\n"}]}
     assert to_yaml(plan_for(spec).playbook) == to_yaml(plan_for(spec).playbook)
+
+
+def _digests(files):
+    cs = ConfigSet.from_dict({"metadata": {"name": "d"}, "spec": {"files": files}})
+    return build(merge([cs]), "debian", "n").resource_digests()
+
+
+def test_resource_digests_follow_large_content_byte_for_byte():
+    big = "ü" * 300_000
+    base = _digests([{"path": "/big", "content": big}, {"path": "/small", "content": "s"}])
+    assert base == _digests([{"path": "/big", "content": big}, {"path": "/small", "content": "s"}])
+    changed = _digests(
+        [{"path": "/big", "content": big[:-1] + "u"}, {"path": "/small", "content": "s"}]
+    )
+    assert changed["file:/big"] != base["file:/big"]
+    assert changed["file:/small"] == base["file:/small"]
+    moded = _digests(
+        [{"path": "/big", "content": big, "mode": "0600"}, {"path": "/small", "content": "s"}]
+    )
+    assert moded["file:/big"] != base["file:/big"]
