@@ -47,6 +47,9 @@ class Options:
     # reaches every agent's ConfigSet watch (5,000 events for 5,000 agents). Completion,
     # failure and pause are written at once.
     progress_period: float = 5.0
+    # Time one liveness pass may spend reading Leases and marking nodes; the rest wait for the
+    # next pass (a second later), so a slow API server cannot stall ConfigSet status for minutes.
+    liveness_budget: float = 0.5
     manage_access: bool = True
     metrics_bind_address: str = ":8082"
     health_probe_bind_address: str = ":8083"
@@ -220,6 +223,7 @@ class Controller:
         # Time the Lease cache was blind (its watch failing: an API outage, agents unable to
         # renew either) does not count: after it, every node gets a whole lease to renew.
         blind_until = self.informers["leases"].failed_at
+        budget = mono + self.opts.liveness_budget
         seen: dict[str, tuple[str, float]] = {}
         for node in nodes:
             name, rv = node["metadata"]["name"], node["metadata"].get("resourceVersion", "")
@@ -231,7 +235,7 @@ class Controller:
             if message is None or self._stale_written.get(name) == rv:
                 continue
             conditions = liveness.stale_conditions(node, message, now)
-            if conditions is None:
+            if conditions is None or time.monotonic() > budget:
                 continue
             try:
                 # The cache may lag behind a busy API server: a renewal it has not shown yet
