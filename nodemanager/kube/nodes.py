@@ -7,7 +7,6 @@ callers only call ``patch_status`` when the status they computed differs from th
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -17,6 +16,7 @@ from kubernetes.client.exceptions import ApiException
 
 from nodemanager.kube.client import FIELD_MANAGER, ClientFactory
 from nodemanager.kube.errors import translate
+from nodemanager.kube.recorder import EventRecorder
 
 log = logging.getLogger(__name__)
 GROUP, VERSION, PLURAL = "common.nodemanager", "v1", "managednodes"
@@ -37,7 +37,7 @@ class NodeClient:
     def __init__(self, clients: ClientFactory, namespace: str, name: str):
         self.clients, self.namespace, self.name = clients, namespace, name
         self._lease: client.V1Lease | None = None
-        self._events: dict[str, int] = {}  # Event name -> count last written
+        self.events = EventRecorder(clients, namespace, "nodemanager", host=name)
 
     def _custom(self) -> client.CustomObjectsApi:
         return client.CustomObjectsApi(self.clients.get())
@@ -109,75 +109,11 @@ class NodeClient:
     ) -> None:
         """Record a Kubernetes Event on the ManagedNode; failures are logged, never fatal.
 
-        Repeats are aggregated as Kubernetes does: one Event per distinct (type, reason,
-        message), named after a digest of them, whose ``count`` and ``lastTimestamp`` a repeat
-        patches. A restarted agent finds its Event by that name (409 on create) and goes on
-        counting."""
-        kind = "Warning" if warning else "Normal"
-        message = message[:1024]
-        digest = hashlib.sha256(f"{kind}\0{reason}\0{message}".encode()).hexdigest()[:16]
-        name = f"{self.name}.{digest}"
-        core = client.CoreV1Api(self.clients.get())
-        try:
-            count = self._events.get(name)
-            if count is None:
-                try:
-                    self._create_event(core, name, reason, message, kind, uid)
-                    self._events[name] = 1
-                    return
-                except ApiException as e:
-                    if e.status != 409:
-                        raise
-                    count = core.read_namespaced_event(name, self.namespace).count or 1
-            try:
-                self._events[name] = self._bump(core, name, count + 1)
-            except ApiException as e:
-                if e.status != 404:
-                    raise
-                self._create_event(core, name, reason, message, kind, uid)  # it expired (TTL)
-                self._events[name] = 1
-        except Exception as e:  # an Event is a courtesy; the status carries the truth
-            self._events.pop(name, None)
-            log.warning("could not record event %s: %s", reason, e)
-        if len(self._events) > 256:  # remember recent failures only, as the correlator does
-            self._events.pop(next(iter(self._events)))
-
-    def _create_event(
-        self,
-        core: client.CoreV1Api,
-        name: str,
-        reason: str,
-        message: str,
-        kind: str,
-        uid: str | None,
-    ) -> None:
-        stamp = now()
-        body = client.CoreV1Event(
-            metadata=client.V1ObjectMeta(name=name, namespace=self.namespace),
-            involved_object=client.V1ObjectReference(
-                api_version=f"{GROUP}/{VERSION}",
-                kind="ManagedNode",
-                name=self.name,
-                namespace=self.namespace,
-                uid=uid,
-            ),
-            reason=reason,
-            message=message,
-            type=kind,
-            first_timestamp=stamp,
-            last_timestamp=stamp,
-            count=1,
-            source=client.V1EventSource(component="nodemanager", host=self.name),
+        Repeats of one (type, reason, message) are one Event with a growing count."""
+        involved = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ManagedNode", "name": self.name}
+        self.events.record(
+            {**involved, "uid": uid or ""}, reason, message, key=message, warning=warning
         )
-        core.create_namespaced_event(self.namespace, body)
-
-    def _bump(self, core: client.CoreV1Api, name: str, count: int) -> int:
-        core.patch_namespaced_event(
-            name,
-            self.namespace,
-            {"count": count, "lastTimestamp": now().strftime("%Y-%m-%dT%H:%M:%SZ")},
-        )
-        return count
 
     def renew_lease(self, duration_seconds: int = 40) -> None:
         """Create or renew the coordination.k8s.io Lease named after the node (liveness).

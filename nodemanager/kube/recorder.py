@@ -1,10 +1,12 @@
 """Events about any object, aggregated per key: one Event object whose count and message move.
 
-The controller's Events (controller/events.py) are about ConfigSets. Kubernetes' correlator
-folds similar Events into one with a growing ``count``; here the caller names what is similar
-(``key``): the Event is named after a digest of (kind, object, type, reason, key), so a repeat
-patches ``count``, ``lastTimestamp`` and ``message`` of the same object, and a restarted
-controller finds it by name (409 on create) and keeps counting.
+The controller's Events are about ConfigSets, the agent's about its own ManagedNode.
+Kubernetes' correlator folds similar Events into one with a growing ``count``; here the caller
+names what is similar (``key``): the Event is named after a digest of (kind, object, type,
+reason, key), so a repeat patches ``count``, ``lastTimestamp`` and ``message`` of the same
+object, and a restarted process finds it by name (409 on create) and keeps counting. Only create
+and patch are used: a node may not read Events (they tell of other nodes), and a patch answers
+with the object, count included.
 """
 
 from __future__ import annotations
@@ -29,8 +31,11 @@ def _now() -> str:
 
 
 class EventRecorder:
-    def __init__(self, clients: ClientFactory, namespace: str, component: str) -> None:
+    def __init__(
+        self, clients: ClientFactory, namespace: str, component: str, host: str | None = None
+    ) -> None:
         self.clients, self.namespace, self.component = clients, namespace, component
+        self.host = host
         self._counts: dict[str, int] = {}  # Event name -> count last written
 
     @staticmethod
@@ -62,13 +67,9 @@ class EventRecorder:
                 except ApiException as e:
                     if e.status != 409:
                         raise
-                    count = core.read_namespaced_event(name, self.namespace).count or 1
+                    count = self._patch(core, name, {"message": message}).count or 1
             try:
-                core.patch_namespaced_event(
-                    name,
-                    self.namespace,
-                    {"count": count + 1, "lastTimestamp": _now(), "message": message},
-                )
+                self._patch(core, name, {"count": count + 1, "message": message})
                 self._remember(name, count + 1)
             except ApiException as e:
                 if e.status != 404:
@@ -78,6 +79,12 @@ class EventRecorder:
         except Exception as e:  # an Event is a courtesy; the status carries the truth
             self._counts.pop(name, None)
             log.warning("could not record event %s on %s: %s", reason, involved["name"], e)
+
+    def _patch(self, core: client.CoreV1Api, name: str, change: dict[str, Any]) -> Any:
+        """Patch the Event (lastTimestamp is always now); the API answers with the Event."""
+        return core.patch_namespaced_event(
+            name, self.namespace, {**change, "lastTimestamp": _now()}
+        )
 
     def _remember(self, name: str, count: int) -> None:
         self._counts.pop(name, None)
@@ -113,6 +120,6 @@ class EventRecorder:
             "firstTimestamp": stamp,
             "lastTimestamp": stamp,
             "count": 1,
-            "source": {"component": self.component},
+            "source": {"component": self.component, **({"host": self.host} if self.host else {})},
         }
         core.create_namespaced_event(self.namespace, body)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import logging
 import subprocess
 import uuid
 from collections.abc import Callable
@@ -20,6 +21,8 @@ import pytest
 import yaml
 from kubernetes import client, config
 
+from nodemanager.kube.client import ClientFactory
+from nodemanager.kube.nodes import NodeClient
 from tests.cluster.agent import NODEMANAGER
 from tests.cluster.helpers import eventually
 
@@ -251,6 +254,25 @@ def test_3_event_about_another_node_is_refused(cluster):
 
 def test_3_event_about_itself_is_allowed(cluster):
     cluster.core().create_namespaced_event(cluster.ns, event(cluster.ns, "a", "own-a"))
+
+
+def test_3_a_restarted_agent_counts_its_event_on_without_reading_events(cluster, caplog):
+    """A node may create and patch Events but not read them (they tell of other nodes): the
+    restarted agent's repeat must still aggregate, with the node's own credential."""
+    first = NodeClient(ClientFactory(str(cluster.a_path)), cluster.ns, "a")
+    first.event("Restarted", "same message", warning=True)
+    restarted = NodeClient(ClientFactory(str(cluster.a_path)), cluster.ns, "a")
+    with caplog.at_level(logging.WARNING):
+        restarted.event("Restarted", "same message", warning=True)
+        restarted.event("Restarted", "same message", warning=True)
+    assert "could not record event" not in caplog.text
+    assert refused(lambda: cluster.core().list_namespaced_event(cluster.ns), "forbidden")
+    ours = [
+        e
+        for e in cluster.core(cluster.admin).list_namespaced_event(cluster.ns).items
+        if e.reason == "Restarted"
+    ]
+    assert [(e.involved_object.name, e.source.host, e.count) for e in ours] == [("a", "a", 3)]
 
 
 def test_3_events_k8s_io_event_about_another_node_is_refused(cluster):
