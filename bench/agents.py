@@ -246,7 +246,7 @@ class SimAgent:
                 "metadata": {"name": self.name},
                 "spec": {
                     "holderIdentity": self.name,
-                    "leaseDurationSeconds": 40,
+                    "leaseDurationSeconds": int(4 * LEASE_PERIOD),  # as the agent: 40 s for 10 s
                     "acquireTime": now,
                     "renewTime": now,
                 },
