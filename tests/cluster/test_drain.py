@@ -29,29 +29,17 @@ from nodemanager.kube.drain import NodeDrainer
 from nodemanager.kube.locks import GroupLock
 from nodemanager.kube.nodes import NodeClient
 from tests.cluster.helpers import eventually
-from tests.cluster.test_isolation import GROUP, VERSION, kubectl, managednode, nm, refused
+from tests.cluster.test_isolation import (
+    GROUP,
+    VERSION,
+    credential,
+    kubectl,
+    managednode,
+    nm,
+    refused,
+)
 
 pytestmark = pytest.mark.cluster
-
-
-def credential(kubeconfig: str, ns: str, host: str, directory, *extra: str):
-    """The README flow for one host (`rbac ... --drain`, token, bootstrap): its kubeconfig."""
-    rbac = nm("rbac", "--hostname", host, "--namespace", ns, *extra)
-    assert rbac.returncode == 0, rbac.stderr
-    applied = kubectl(kubeconfig, "apply", rbac.stdout)
-    assert applied.returncode == 0, applied.stderr
-    short, permanent = directory / f"{host}.bootstrap", directory / f"{host}.kubeconfig"
-    issued = nm(
-        "token", "--hostname", host, "--kubeconfig", kubeconfig, "--namespace", ns,
-        "--ttl", "1h", "--out", str(short),
-    )  # fmt: skip
-    assert issued.returncode == 0, issued.stderr
-    done = nm(
-        "bootstrap", "--bootstrap-kubeconfig", str(short), "--kubeconfig", str(permanent),
-        "--namespace", ns, "--hostname", host,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return permanent
 
 
 @pytest.fixture(scope="module")

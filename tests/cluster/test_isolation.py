@@ -45,9 +45,12 @@ def kubectl(kubeconfig: str, verb: str, text: str) -> subprocess.CompletedProces
     )
 
 
-def credential(kubeconfig: str, ns: str, host: str, directory: Path) -> Path:
-    """The README flow for one host: rbac, token, bootstrap; the node's kubeconfig."""
-    applied = kubectl(kubeconfig, "apply", nm("rbac", "--hostname", host, "--namespace", ns).stdout)
+def credential(kubeconfig: str, ns: str, host: str, directory: Path, *rbac_flags: str) -> Path:
+    """The README flow for one host: rbac (with ``rbac_flags``), token, bootstrap; the node's
+    kubeconfig."""
+    rbac = nm("rbac", "--hostname", host, "--namespace", ns, *rbac_flags)
+    assert rbac.returncode == 0, rbac.stderr
+    applied = kubectl(kubeconfig, "apply", rbac.stdout)
     assert applied.returncode == 0, applied.stderr
     short, permanent = directory / f"{host}.bootstrap", directory / f"{host}.kubeconfig"
     issued = nm(
