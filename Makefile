@@ -37,9 +37,10 @@ deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-# The README's second command: the whole suite, including the real control plane tests.
+# The README's second command: the whole suite, including the real control plane tests; the
+# fleet in a box (tests/e2e, mostly waiting) runs beside the rest (tests/parallel.py).
 test: deps venv collections controlplane lint
-	$(PY) -m pytest
+	$(PY) -m tests.parallel
 
 test-unit: venv
 	$(PY) -m pytest tests/unit
