@@ -13,7 +13,8 @@ import yaml
 from click.testing import CliRunner
 
 from nodemanager import __version__
-from nodemanager.cli import JsonFormatter, main, setup_logging
+from nodemanager.cli import main
+from nodemanager.cli.logs import JsonFormatter, setup_logging
 
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo.yaml"
 

@@ -1,0 +1,193 @@
+"""Admitting nodes: `rbac` objects to apply, `token` and `bootstrap` credentials, `revoke`."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from nodemanager.cli.options import (
+    duration,
+    emit,
+    kube_errors,
+    kubeconfig_option,
+    labels,
+    namespace_option,
+    output_format_option,
+)
+
+
+def _default_node_kubeconfig() -> str:
+    return (
+        "/usr/local/etc/nodemanager/kubeconfig"
+        if sys.platform.startswith("freebsd")
+        else "/etc/nodemanager/kubeconfig"
+    )
+
+
+@click.command()
+@click.option("--hostname", help="Print the objects of this node only.")
+@click.option(
+    "--shared",
+    is_flag=True,
+    help="Print the objects every node shares: the Namespace and the admission policies.",
+)
+@namespace_option()
+@click.option(
+    "--node-labels",
+    help="Custom labels k=v,k2=v2 this node may carry (`run --node-labels`); the node cannot "
+    "set any other.",
+)
+@click.option(
+    "--lease-groups",
+    default="",
+    help="Comma-separated services[].lock_group and spec.upgrade.group names the node may lock.",
+)
+@click.option(
+    "--drain",
+    is_flag=True,
+    help="Also let the node cordon and drain the Kubernetes Node of its name before upgrades "
+    "(cluster-wide: list pods, create evictions).",
+)
+@output_format_option()
+def rbac(
+    hostname: str | None,
+    shared: bool,
+    namespace: str,
+    node_labels: str | None,
+    lease_groups: str,
+    drain: bool,
+    output_format: str,
+) -> None:
+    """Print RBAC objects to apply yourself: `--shared` once, then `--hostname H` per node.
+
+    The per-node output holds only that node's objects, so piping it to `kubectl delete -f -`
+    removes that node and nothing else. It grants no Secret or ConfigMap: the fleet controller
+    (`nodemanager controller`, deploy/controller.yaml) grants each node exactly those its
+    ConfigSets reference, so ConfigSets with secretRefs or configMapRefs need it running."""
+    from nodemanager.bootstrap.rbac import manifests, shared_manifests
+
+    groups = [g.strip() for g in lease_groups.split(",") if g.strip()]
+    if not hostname and not shared:
+        raise click.UsageError("give --hostname H (one node's objects) and/or --shared")
+    docs = (shared_manifests(namespace) if shared else []) + (
+        manifests(hostname, namespace, labels(node_labels), groups, drain) if hostname else []
+    )
+    if hostname and output_format != "json":
+        click.echo(SECRETS_NOTE)
+    emit(docs, output_format)
+
+
+SECRETS_NOTE = """\
+# No Secret or ConfigMap is granted here. The fleet controller (nodemanager controller,
+# deploy/controller.yaml) keeps the Role nodemanager-refs-<node> naming exactly those the node's
+# ConfigSets reference: run it when ConfigSets use secretRefs or configMapRefs."""
+
+
+def _ttl(text: str, flag: str) -> int:
+    from nodemanager.bootstrap.credentials import check_ttl
+
+    try:
+        return check_ttl(duration(text), flag)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint=flag) from None
+
+
+@click.command()
+@click.option("--hostname", required=True, help="Target node name.")
+@kubeconfig_option("Admin kubeconfig.")
+@namespace_option()
+@click.option(
+    "--ttl",
+    default="1h",
+    show_default=True,
+    help="Lifetime of the temporary credential (at most 720h). Revokes the node's earlier tokens.",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    help="Write the kubeconfig here (0600, atomically) instead of stdout.",
+)
+@kube_errors
+def token(hostname: str, kubeconfig: str, namespace: str, ttl: str, out: str | None) -> None:
+    """Issue a short-lived bootstrap kubeconfig for a node; every earlier token of it is revoked."""
+    from nodemanager.bootstrap.credentials import node_kubeconfig, write_kubeconfig
+
+    seconds = _ttl(ttl, "--ttl")
+    text, granted = node_kubeconfig(kubeconfig, hostname, namespace, seconds)
+    if out:
+        write_kubeconfig(out, text)
+        click.echo(f"wrote {out} (valid {granted / 3600:.2f} h)", err=True)
+    else:
+        click.echo(text, nl=False)
+
+
+@click.command()
+@click.option(
+    "--bootstrap-kubeconfig",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Short-lived (from `token`) or admin kubeconfig.",
+)
+@click.option(
+    "--kubeconfig",
+    default=_default_node_kubeconfig,
+    show_default="/etc/nodemanager/kubeconfig; FreeBSD /usr/local/etc/nodemanager/kubeconfig",
+    help="Where to write the permanent kubeconfig.",
+)
+@namespace_option()
+@click.option(
+    "--hostname", help="Node name (default: this host's name; must match the one used in `token`)."
+)
+@click.option(
+    "--token-ttl",
+    default="168h",
+    show_default=True,
+    help="Lifetime of the node's token (at most 720h); the agent renews it at about 80%.",
+)
+@kube_errors
+def bootstrap(
+    bootstrap_kubeconfig: str,
+    kubeconfig: str,
+    namespace: str,
+    hostname: str | None,
+    token_ttl: str,
+) -> None:
+    """Exchange a bootstrap kubeconfig for this node's own, renewable kubeconfig."""
+    from nodemanager.bootstrap.credentials import node_kubeconfig, write_kubeconfig
+    from nodemanager.host.labels import hostname as this_host
+
+    seconds = _ttl(token_ttl, "--token-ttl")
+    text, granted = node_kubeconfig(
+        bootstrap_kubeconfig, hostname or this_host(), namespace, seconds
+    )
+    write_kubeconfig(kubeconfig, text)
+    click.echo(
+        f"wrote {kubeconfig} (valid {granted / 86400:.1f} days); "
+        "the bootstrap kubeconfig can be deleted",
+        err=True,
+    )
+
+
+@click.command()
+@click.option("--hostname", required=True, help="The node whose tokens to revoke.")
+@click.option(
+    "--kubeconfig",
+    default=os.path.expanduser("~/.kube/config"),
+    show_default=True,
+    help="Admin kubeconfig.",
+)
+@click.option("--namespace", default="nodemanager", show_default=True)
+@kube_errors
+def revoke(hostname: str, kubeconfig: str, namespace: str) -> None:
+    """Revoke every token of a node now (its ServiceAccount and RBAC stay; `token` re-admits it)."""
+    from nodemanager.bootstrap.credentials import revoke as revoke_tokens
+
+    if revoke_tokens(kubeconfig, hostname, namespace):
+        click.echo(f"revoked every token of node {hostname}", err=True)
+    else:
+        raise click.ClickException(
+            f"node {hostname} has no token binding Secret in {namespace}: nothing to revoke "
+            "(tokens made before bindings end only with their ServiceAccount)"
+        )

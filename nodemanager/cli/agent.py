@@ -1,0 +1,155 @@
+"""`nodemanager run`: the agent, and the options the bare `nodemanager` shares with it."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from nodemanager.cli.logs import LOG_LEVELS, setup_logging
+from nodemanager.cli.options import F, duration, kubeconfig_option, labels, namespace_option
+from nodemanager.playbook.errors import PlaybookError
+
+
+def run_options(f: F) -> F:
+    options = [
+        kubeconfig_option("Kubeconfig file; in a pod without it, the in-cluster service account."),
+        namespace_option(),
+        click.option(
+            "--leader-elect",
+            is_flag=False,
+            flag_value=True,  # a bare --leader-elect, as upstream's manifests pass it
+            default=False,
+            type=bool,
+            show_default=True,
+            help="Accepted for compatibility (bare, or =true/false): each agent manages only "
+            "its own host, so there is no leader to elect.",
+        ),
+        click.option(
+            "--metrics-bind-address",
+            default=":8080",
+            show_default=True,
+            help="Prometheus endpoint; 0 disables.",
+        ),
+        click.option(
+            "--health-probe-bind-address",
+            default=":8081",
+            show_default=True,
+            help="/healthz and /readyz; 0 disables.",
+        ),
+        click.option("--hostname", help="ManagedNode name (default: this host's name)."),
+        click.option("--node-labels", help="Custom node labels, k=v,k2=v2."),
+        click.option(
+            "--state-dir",
+            default="/var/lib/nodemanager",
+            show_default=True,
+            help="Where the last applied state is kept.",
+        ),
+        click.option(
+            "--drift-check-interval",
+            default="30m",
+            show_default=True,
+            help="Full re-check of the host (with 10% jitter); 0 means event-driven only.",
+        ),
+        click.option(
+            "--peer-min-interval",
+            default="10s",
+            show_default=True,
+            help="At most one reconcile per this interval for changes of other nodes "
+            "(templates reading `nodes`).",
+        ),
+        click.option(
+            "--reconcile-timeout",
+            default="30m",
+            show_default=True,
+            help="A reconcile running longer fails /healthz and stops the Lease renewal; 0: never.",
+        ),
+        click.option(
+            "--backup-max-age",
+            default="720h",
+            show_default=True,
+            help="File backups older than this are removed with each drift check; 0 keeps all.",
+        ),
+        click.option(
+            "--reboot-command",
+            default="",
+            help="Run this (split on spaces) to reboot after an upgrade that needs it "
+            "(default: systemctl reboot, or shutdown -r now).",
+        ),
+        click.option(
+            "--drain-timeout",
+            default="10m",
+            show_default=True,
+            help="Before an upgrade, wait this long for the pods of the Kubernetes Node of this "
+            "host's name to be evicted (`rbac --drain`); then upgrade anyway.",
+        ),
+        click.option(
+            "--log-format", type=click.Choice(["json", "text"]), default="json", show_default=True
+        ),
+        click.option(
+            "--log-level",
+            type=click.Choice(list(LOG_LEVELS), case_sensitive=False),
+            default="info",
+            show_default=True,
+        ),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+@click.command()
+@run_options
+def run(
+    kubeconfig: str,
+    namespace: str,
+    leader_elect: bool,
+    metrics_bind_address: str,
+    health_probe_bind_address: str,
+    hostname: str | None,
+    node_labels: str | None,
+    state_dir: str,
+    drift_check_interval: str,
+    peer_min_interval: str,
+    reconcile_timeout: str,
+    backup_max_age: str,
+    reboot_command: str,
+    drain_timeout: str,
+    log_format: str,
+    log_level: str,
+) -> None:
+    """Run the agent: keep this host in the state its ConfigSets declare."""
+    from nodemanager.agent.daemon import Daemon, Options
+
+    setup_logging(log_format, log_level)
+    from nodemanager.bootstrap.credentials import TokenRenewer
+    from nodemanager.host.labels import hostname as this_host
+
+    renewer = (
+        TokenRenewer(kubeconfig, hostname or this_host(), namespace)
+        if os.path.exists(kubeconfig)
+        else None
+    )
+    options = Options(
+        kubeconfig=kubeconfig,
+        namespace=namespace,
+        hostname=hostname,
+        node_labels=labels(node_labels),
+        state_dir=state_dir,
+        drift_check_interval=duration(drift_check_interval),
+        backup_max_age=duration(backup_max_age) if backup_max_age != "0" else None,
+        peer_min_interval=duration(peer_min_interval),
+        reconcile_timeout=duration(reconcile_timeout),
+        reboot_command=reboot_command.split() or None,
+        drain_timeout=duration(drain_timeout),
+        metrics_bind_address=metrics_bind_address,
+        health_probe_bind_address=health_probe_bind_address,
+        token_renewer=renewer,
+    )
+    try:
+        daemon = Daemon(options)
+    except (PlaybookError, ValueError, OSError) as e:
+        raise click.ClickException(str(e)) from e
+    daemon.run()
+    if daemon.fatal:
+        raise click.ClickException(daemon.fatal)

@@ -1,0 +1,210 @@
+"""Local mode: `render` and `apply` ConfigSet files on this host, `restore` a backed-up file."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import click
+
+from nodemanager.cli.options import labels
+from nodemanager.executor.errors import ExecutorError
+from nodemanager.executor.events import TaskResult
+from nodemanager.executor.summary import summarize
+from nodemanager.playbook.dump import to_yaml
+from nodemanager.playbook.errors import PlaybookError
+
+if TYPE_CHECKING:
+    from nodemanager.agent.local import LocalPlan
+
+
+def _local_plan(
+    files: Sequence[str],
+    node_labels: str | None,
+    os_id: str | None,
+    hostname: str | None,
+    show_secrets: bool,
+) -> LocalPlan:
+    from nodemanager.agent.local import identify, plan_files
+
+    try:
+        node = identify(hostname, os_id, labels(node_labels))
+        local = plan_files(files, node, show_secrets=show_secrets)
+    except (PlaybookError, ValueError) as e:
+        raise click.ClickException(str(e)) from e
+    for error in local.load_errors:
+        click.echo(f"error: {error}", err=True)
+    for resource, message in local.errors.items():
+        click.echo(f"error: {resource}: {message}", err=True)
+    for conflict in local.desired.conflicts:
+        click.echo(f"conflict: {conflict.message()}; applied from neither", err=True)
+    if not local.desired.configsets and not local.load_errors:
+        click.echo(f"note: no ConfigSet matches this node's labels {dict(node.labels)}", err=True)
+    return local
+
+
+_files_option = click.option(
+    "-f",
+    "--filename",
+    "files",
+    multiple=True,
+    required=True,
+    type=click.Path(exists=True, allow_dash=True),
+    help="ConfigSet file or directory (repeatable); - reads standard input.",
+)
+_labels_option = click.option("--node-labels", help="Extra node labels, k=v,k2=v2.")
+_os_option = click.option(
+    "--os",
+    "os_id",
+    help="Render for this os-release ID instead of this host's "
+    "(arch, alpine, freebsd, debian, fedora...).",
+)
+_hostname_option = click.option("--hostname", help="Node name (default: this host's name).")
+
+
+@click.command()
+@_files_option
+@_labels_option
+@_os_option
+@_hostname_option
+@click.option(
+    "--show-secrets",
+    is_flag=True,
+    help="Print content that came from Secrets instead of redacting it.",
+)
+@click.option(
+    "-o",
+    "--output",
+    "output_format",
+    default="yaml",
+    show_default=True,
+    help="yaml (any other value is taken as a file name, as before: use --out).",
+)
+@click.option(
+    "--out",
+    "output",
+    type=click.Path(dir_okay=False),
+    help="Write the playbook here (atomically) instead of stdout.",
+)
+def render(
+    files: tuple[str, ...],
+    node_labels: str | None,
+    os_id: str | None,
+    hostname: str | None,
+    show_secrets: bool,
+    output_format: str,
+    output: str | None,
+) -> None:
+    """Print the Ansible playbook that `apply` would run; it runs as is with ansible-playbook."""
+    if output_format == "json":
+        # JSON cannot carry Ansible's !unsafe tag: ansible-playbook would evaluate the templates
+        # in file contents. The playbook is YAML only.
+        raise click.BadParameter("the playbook is printed as YAML only", param_hint="-o")
+    if output_format != "yaml":
+        click.echo(f"note: -o {output_format} is taken as --out {output_format}", err=True)
+        output = output or output_format
+    local = _local_plan(files, node_labels, os_id, hostname, show_secrets)
+    text = to_yaml(local.plan.playbook)
+    if output:
+        from nodemanager.fsutil import write_atomic
+
+        write_atomic(output, text.encode(), mode=0o600 if local.plan.has_secrets else 0o644)
+    else:
+        click.echo(text, nl=False)
+    if local.load_errors or local.errors:
+        sys.exit(1)
+
+
+_MARK = {"ok": "ok", "changed": "changed", "failed": "FAILED", "skipped": "skipped"}
+
+
+def _progress(result: TaskResult) -> None:
+    click.echo(f"  {_MARK[result.status]:<8} {result.task}", err=True)
+    if result.diff:
+        click.echo(result.diff, err=True)
+
+
+@click.command()
+@_files_option
+@_labels_option
+@_os_option
+@_hostname_option
+@click.option("--check", is_flag=True, help="Report what would change; change nothing.")
+@click.option("--diff", is_flag=True, help="Show file differences (never for Secret-fed files).")
+@click.option(
+    "--fast-path/--no-fast-path",
+    default=True,
+    show_default=True,
+    help="Skip tasks a plain-Python check proves converged; "
+    "--no-fast-path sends every task to Ansible.",
+)
+def apply(
+    files: tuple[str, ...],
+    node_labels: str | None,
+    os_id: str | None,
+    hostname: str | None,
+    check: bool,
+    diff: bool,
+    fast_path: bool,
+) -> None:
+    """Apply ConfigSet files to this host now (local mode, no cluster)."""
+    from nodemanager.executor.run import apply as apply_plan
+
+    local = _local_plan(files, node_labels, os_id, hostname, show_secrets=True)
+    show_progress = sys.stderr.isatty() or diff
+    try:
+        run = apply_plan(
+            local.plan,
+            fast=fast_path,
+            check=check,
+            diff=diff,
+            on_result=_progress if show_progress else None,
+        )
+    except ExecutorError as e:
+        raise click.ClickException(str(e)) from e
+    summaries = summarize(local.desired, run.results, local.errors)
+    for s in summaries.values():
+        verb = "would change" if check else "changed"
+        click.echo(
+            f"{s.name}: {s.ok} ok, {s.changed} {verb}, {s.failed} failed"
+            + (f", {len(s.conflicts)} conflicts" if s.conflicts else "")
+        )
+        for failure in s.failures:
+            click.echo(f"  failed {failure}")
+        for resource in s.conflicts:
+            click.echo(f"  conflict {resource}: declared differently elsewhere; not applied")
+    if run.status != "successful" and not any(r.status == "failed" for r in run.results):
+        click.echo(run.breakdown(), err=True)
+    if run.failed or local.load_errors or local.errors or local.desired.conflicts:
+        sys.exit(1)
+
+
+@click.command()
+@click.argument("path")
+@click.option("--hash", "sha", help="sha256 (or a unique prefix) of the version to restore.")
+@click.option("--list", "list_", is_flag=True, help="List the saved versions instead.")
+@click.option("--state-dir", default="/var/lib/nodemanager", show_default=True)
+def restore(path: str, sha: str | None, list_: bool, state_dir: str) -> None:
+    """Put back a version of PATH that the agent saved before replacing or removing it
+    (the newest by default). What PATH holds now is saved first."""
+    from nodemanager.host.backups import BackupError, BackupStore
+
+    store = BackupStore(state_dir)
+    path = os.path.abspath(path)
+    try:
+        if list_:
+            versions = store.versions(path)
+            if not versions:
+                raise BackupError(f"{path}: no backup")
+            for v in versions:
+                click.echo(
+                    f"{v.sha256}  {v.saved_at_text}  {v.mode:04o} {v.owner or v.uid}:"
+                    f"{v.group or v.gid}"
+                )
+            return
+        version = store.restore(path, sha)
+    except (BackupError, OSError, ValueError) as e:
+        raise click.ClickException(str(e)) from e
+    click.echo(f"restored {path}: {version.sha256[:12]}, saved {version.saved_at_text}", err=True)
