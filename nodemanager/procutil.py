@@ -29,21 +29,40 @@ def die_with_parent() -> None:
 RUN_MARK = "NODEMANAGER_RUN_DIR"  # in the environment of everything an Ansible run starts
 
 
+def _ppid(entry: Path) -> int | None:
+    try:
+        return int((entry / "stat").read_text().rpartition(")")[2].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def pids_of_run(prefix: str) -> list[int]:
-    """Processes whose environment has ``NODEMANAGER_RUN_DIR`` under ``prefix``: ansible-playbook,
-    its workers (which start their own sessions) and the commands their modules run, whatever
-    their parent is now. Linux /proc only; elsewhere none."""
+    """Processes whose environment has ``NODEMANAGER_RUN_DIR`` under ``prefix`` (ansible-playbook
+    and its workers, which start sessions of their own), and their descendants: the commands
+    their modules run no longer carry the mark (executions see none of the run's variables,
+    playbook.steps.EXEC_UNSET). Linux /proc only; elsewhere none."""
     wanted = f"{RUN_MARK}={prefix}".encode()
-    found = []
+    marked: set[int] = set()
+    children: dict[int, list[int]] = {}
     me = os.getpid()
     for entry in Path("/proc").glob("[0-9]*") if Path("/proc/self").exists() else []:
+        pid = int(entry.name)
+        parent = _ppid(entry)
+        if parent is not None:
+            children.setdefault(parent, []).append(pid)
         try:
             environ = (entry / "environ").read_bytes()
         except OSError:
             continue
-        if int(entry.name) != me and any(v.startswith(wanted) for v in environ.split(b"\0")):
-            found.append(int(entry.name))
-    return found
+        if pid != me and any(v.startswith(wanted) for v in environ.split(b"\0")):
+            marked.add(pid)
+    found, todo = set(marked), list(marked)
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found and child != me:
+                found.add(child)
+                todo.append(child)
+    return sorted(found)
 
 
 def kill_run(prefix: str, rounds: int = 3) -> int:

@@ -8,6 +8,7 @@ outlive the run.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterable
@@ -45,8 +46,35 @@ def private_dir(parent: str | None = None) -> Path:
     return Path(tempfile.mkdtemp(prefix="nodemanager-run-", dir=parent))
 
 
+# A locale every supported system has (glibc 2.35+, Debian's, musl, FreeBSD).
+FALLBACK_LOCALE = "C.UTF-8"
+_LOCALE_CHECK = (
+    "import locale, sys\n"
+    "locale.setlocale(locale.LC_ALL, '')\n"
+    "e = locale.getlocale()[1]\n"
+    "sys.exit(0 if e and e.lower() in ('utf-8', 'utf8') else 1)\n"
+)
+_locale_checked: dict[tuple[str, ...], dict[str, str]] = {}
+
+
+def locale_env() -> dict[str, str]:
+    """What ansible-playbook needs to start in the agent's environment: nothing when the
+    agent's locale is installed and UTF-8 (Ansible's own start-up check, run the same way),
+    else LC_ALL=C.UTF-8. Without it ansible-playbook refuses to start, and a run whose native
+    steps went first would be half-applied. Executions get the same in both paths. Checked
+    once per locale setting (one Python start, ~20 ms)."""
+    key = tuple(os.environ.get(k, "") for k in ("LC_ALL", "LC_CTYPE", "LANG"))
+    if key not in _locale_checked:
+        proc = subprocess.run(
+            [sys.executable, "-c", _LOCALE_CHECK], capture_output=True, env=dict(os.environ)
+        )
+        _locale_checked[key] = {} if proc.returncode == 0 else {"LC_ALL": FALLBACK_LOCALE}
+    return _locale_checked[key]
+
+
 def envvars(private: Path) -> dict[str, str]:
     return {
+        **locale_env(),
         # ansible-runner finds ansible-playbook on PATH: use the one installed beside nodemanager.
         "PATH": os.pathsep.join([ansible_bin_dir(), os.environ.get("PATH", os.defpath)]),
         "ANSIBLE_COLLECTIONS_PATH": os.pathsep.join(str(p) for p in COLLECTIONS_PATHS),

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from nodemanager.playbook.build import TaskOrigin
+from nodemanager.playbook.steps import user_argv
 
 TaskStatus = Literal["ok", "changed", "failed", "skipped"]
 
@@ -42,7 +43,8 @@ def _message(res: Mapping[str, Any]) -> str:
         if value:
             return str(value).strip()
     if res.get("cmd"):  # a command failed silently: say which, and how
-        cmd = res["cmd"] if isinstance(res["cmd"], str) else " ".join(map(str, res["cmd"]))
+        cmd = res["cmd"]
+        cmd = cmd if isinstance(cmd, str) else " ".join(user_argv([str(w) for w in cmd]))
         return f"{cmd} exited {res.get('rc')}"
     return ""
 

@@ -16,13 +16,15 @@ import difflib
 import os
 import stat
 import subprocess
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
-from nodemanager.executor import attrs
+from nodemanager.executor import attrs, config
 from nodemanager.executor.attrs import Declined
 from nodemanager.executor.events import TaskResult, TaskStatus, headers
-from nodemanager.playbook.steps import EXEC_PATH, Step, StepKind
+from nodemanager.playbook.steps import EXEC_PATH, Step, StepKind, exec_argv
 from nodemanager.procutil import die_with_parent
 
 # Ansible's copy leaves the diff out when either side is larger than this (DIFF max size).
@@ -145,33 +147,47 @@ def _directory(step: Step, check: bool, want_diff: bool) -> TaskResult:
 
 
 def command_env() -> dict[str, str]:
-    """What an execution sees: the agent's environment with PATH fixed to EXEC_PATH (the
-    rendered task sets the same PATH with `environment:`)."""
-    return {**os.environ, "PATH": EXEC_PATH}
+    """What an execution sees, the same as through Ansible: the agent's environment with
+    PATH fixed to EXEC_PATH (the rendered task's `environment:`), the locale Ansible is given
+    (config.locale_env: C.UTF-8 when the agent's is not installed), and EXEC_UNSET dropped by
+    the same ``env`` both paths run."""
+    return {**os.environ, **config.locale_env(), "PATH": EXEC_PATH}
 
 
 def _command(step: Step, check: bool, want_diff: bool) -> TaskResult:
     if check:
         raise Declined("check mode: Ansible reports what a command would do")
     argv = list(step.argv)
-    try:
-        proc = subprocess.run(
-            argv,
-            cwd="/",
-            env=command_env(),
-            stdin=subprocess.DEVNULL,
-            preexec_fn=die_with_parent,  # a kill -9 of the agent takes the command with it
-            capture_output=True,
-            text=True,
-            errors="replace",
-        )
-    except OSError as e:  # not found, not executable: the same failure Ansible reports
-        return _result(step, "failed", message=f"{argv[0]}: {e.strerror}")
-    if proc.returncode != 0:
-        detail = proc.stderr.strip()[-500:] or proc.stdout.strip()[-500:]
-        message = f"{' '.join(argv)} exited {proc.returncode}" + (f": {detail}" if detail else "")
-        return _result(step, "failed", message=message)
-    return _result(step, "changed")
+    # Output goes to files, not pipes: a background child that keeps them open must not keep
+    # the step waiting (Ansible returns when the command exits, too). Its own session keeps
+    # signals meant for the agent's terminal or group away from what it starts.
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            proc = subprocess.Popen(
+                exec_argv(argv),
+                cwd="/",
+                env=command_env(),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+                preexec_fn=die_with_parent,  # a kill -9 of the agent takes the command with it
+            )
+        except OSError as e:  # no env: the same failure Ansible reports
+            return _result(step, "failed", message=f"{argv[0]}: {e.strerror}")
+        returncode = proc.wait()
+        if returncode == 0:
+            return _result(step, "changed")
+        detail = _tail(err) or _tail(out)
+    message = f"{' '.join(argv)} exited {returncode}" + (f": {detail}" if detail else "")
+    return _result(step, "failed", message=message)
+
+
+def _tail(f: IO[bytes]) -> str:
+    """The last 500 characters a command wrote to ``f``, stripped."""
+    size = f.seek(0, os.SEEK_END)
+    f.seek(max(0, size - 2000))
+    return f.read().decode(errors="replace").strip()[-500:]
 
 
 ACTS: dict[tuple[StepKind, str], Callable[[Step, bool, bool], TaskResult]] = {

@@ -20,7 +20,7 @@ from nodemanager.desired.merge import DesiredState, Resource
 from nodemanager.desired.templates import Rendered
 from nodemanager.playbook import platforms
 from nodemanager.playbook.dump import Unsafe
-from nodemanager.playbook.steps import EXEC_PATH, Origin, Step, StepKind
+from nodemanager.playbook.steps import EXEC_PATH, Origin, Step, StepKind, exec_argv
 
 REDACTED = "<redacted: from a Secret; render --show-secrets to see it>"
 # Task keys that are Ansible keywords; the one other key of a task is its module.
@@ -449,7 +449,7 @@ class _Builder:
         return tasks
 
     def execution(self, r: Resource, e: Execution, *, handler: bool) -> dict[str, Any]:
-        call = fill(platforms.skeletons("executions")["command"], {"argv": list(e.argv)})
+        call = fill(platforms.skeletons("executions")["command"], {"argv": exec_argv(e.argv)})
         listen = [_topic(p) for p in e.subscribe_files] if handler else None
         task = self.task(
             r, call, kind="command", step={"argv": e.argv}, handler=handler, listen=listen

@@ -75,3 +75,51 @@ class Step:
 # The PATH every execution runs with, under Ansible (the task's `environment:`) and natively
 # alike, whatever the agent's own PATH (a venv's bin first under ansible-runner, say).
 EXEC_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+# Variables the executor (executor/config.py envvars) and ansible-runner set for
+# ansible-playbook, which its modules pass on to the commands they run: an execution sees none
+# of them, through Ansible or natively (README "Executions"). Some hold the run's private paths.
+EXEC_UNSET = (
+    # the executor's
+    "ANSIBLE_COLLECTIONS_PATH",
+    "ANSIBLE_COLLECTIONS_SCAN_SYS_PATH",
+    "ANSIBLE_DEPRECATION_WARNINGS",
+    "ANSIBLE_GATHERING",
+    "ANSIBLE_INVENTORY_UNPARSED_WARNING",
+    "ANSIBLE_LOCALHOST_WARNING",
+    "ANSIBLE_LOCAL_TEMP",
+    "ANSIBLE_NOCOLOR",
+    "ANSIBLE_NO_TARGET_SYSLOG",
+    "ANSIBLE_PIPELINING",
+    "ANSIBLE_REMOTE_TMP",
+    "ANSIBLE_RETRY_FILES_ENABLED",
+    "NODEMANAGER_RUN_DIR",  # procutil.RUN_MARK
+    # ansible-runner's (ansible_runner/config/_base.py, runner.py)
+    "AD_HOC_COMMAND_ID",
+    "ANSIBLE_CACHE_PLUGIN",
+    "ANSIBLE_CACHE_PLUGIN_CONNECTION",
+    "ANSIBLE_CALLBACK_PLUGINS",
+    "ANSIBLE_HOST_KEY_CHECKING",
+    "ANSIBLE_LOAD_CALLBACK_PLUGINS",
+    "ANSIBLE_ROLES_PATH",
+    "ANSIBLE_STDOUT_CALLBACK",
+    "ANSIBLE_UNSAFE_WRITES",
+    "AWX_ISOLATED_DATA_DIR",
+    "ORIGINAL_STDOUT_CALLBACK",
+    "RUNNER_OMIT_EVENTS",
+    "RUNNER_ONLY_FAILED_EVENTS",
+)
+
+
+def exec_argv(argv: tuple[str, ...] | list[str]) -> list[str]:
+    """What runs for an execution's ``argv``, the same words in both paths: ``env`` (POSIX, at
+    /usr/bin/env on every supported platform) drops EXEC_UNSET, then execs the command with
+    EXEC_PATH. Ansible's `environment:` can set variables but not remove them; this can."""
+    unset = [word for name in EXEC_UNSET for word in ("-u", name)]
+    return ["/usr/bin/env", *unset, "--", *argv]
+
+
+def user_argv(words: list[str]) -> list[str]:
+    """The execution's own argv in what ``exec_argv`` made of it (for messages)."""
+    prefix = exec_argv([])
+    return words[len(prefix) :] if words[: len(prefix)] == prefix else words

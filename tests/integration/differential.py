@@ -382,6 +382,11 @@ def _log(root_expr: str, word: str) -> dict[str, Any]:
     return {"command": "/bin/sh", "args": ["-c", f'echo {word} >> "$1"', "sh", root_expr]}
 
 
+def _link_first() -> dict[str, Any]:
+    """A symlink: Ansible's to make, so every step after it goes through Ansible."""
+    return {"path": "R/link", "ensure": "symlink", "target": "/nonexistent"}
+
+
 def _exec_cases() -> list[Case]:
     c: list[Case] = []
     log = "R/../log"
@@ -492,6 +497,43 @@ def _exec_cases() -> list[Case]:
             ],
         )
     )
+    # A command that leaves a child in the background holding its stdout and stderr: the step
+    # returns when the command exits, so the next execution finds the child still running;
+    # natively (nothing left to Ansible) and through Ansible (after a symlink).
+    alive = 'if kill -0 "$(cat "$1")"; then echo alive; else echo gone; fi >> "$2"'
+    for name, first in (("x-background", []), ("x-background-ansible", [_link_first()])):
+        c.append(
+            Case(
+                name,
+                [
+                    {
+                        "files": first,
+                        "executions": [
+                            {
+                                "command": "/bin/sh",
+                                "args": ["-c", 'sleep 120 & echo $! > "$1"', "sh", "R/pid"],
+                            },
+                            {
+                                "command": "/bin/sh",
+                                "args": [
+                                    "-c",
+                                    f'{alive}; kill "$(cat "$1")"; rm "$1"',
+                                    "sh",
+                                    "R/pid",
+                                    log,
+                                ],
+                            },
+                        ],
+                    }
+                ],
+                native=not first,
+            )
+        )
+    # The environment an execution sees is the same in both paths: no ANSIBLE_*, RUNNER_* or
+    # run directory (playbook.steps.EXEC_UNSET).
+    for name, first in (("x-environment", []), ("x-environment-ansible", [_link_first()])):
+        dump = {"command": "/bin/sh", "args": ["-c", 'env | sort > "$1"', "sh", "R/env"]}
+        c.append(Case(name, [{"files": first, "executions": [dump]}], native=not first))
     # A failing execution, and one that is not there.
     c.append(
         Case(

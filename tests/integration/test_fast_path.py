@@ -162,3 +162,26 @@ def test_failing_native_execution_is_reported_with_its_output(tmp_path):
     assert (
         r.status == "failed" and r.message == "/bin/sh -c echo broken >&2; exit 3 exited 3: broken"
     )
+
+
+def test_a_locale_that_is_not_installed_applies_everything(tmp_path, monkeypatch):
+    # ansible-playbook refuses to start in it: the native write before the symlink (Ansible's)
+    # must not be all that happens.
+    monkeypatch.delenv("LC_ALL", raising=False)
+    monkeypatch.delenv("LC_CTYPE", raising=False)
+    monkeypatch.setenv("LANG", "xx_YY.UTF-8")
+    spec = {
+        "files": [
+            {"path": f"{tmp_path}/a", "content": "a\n"},
+            {"path": f"{tmp_path}/l", "ensure": "symlink", "target": f"{tmp_path}/a"},
+        ],
+        "executions": [{"command": "/bin/sh", "args": ["-c", f"locale > {tmp_path}/seen 2>&1"]}],
+    }
+    plan = build(
+        merge([ConfigSet.from_dict({"metadata": {"name": "p"}, "spec": spec})]), "debian", "n"
+    )
+    result = apply(plan)
+    assert result.ansible and not result.failed, result.breakdown()
+    assert [r.status for r in result.results] == ["changed"] * 3
+    assert os.readlink(tmp_path / "l") == f"{tmp_path}/a"
+    assert "LC_ALL=C.UTF-8" in (tmp_path / "seen").read_text()

@@ -10,7 +10,7 @@ from nodemanager.playbook.build import REDACTED, build
 from nodemanager.playbook.dump import to_yaml
 from nodemanager.playbook.errors import UnsupportedPlatform
 from nodemanager.playbook.platforms import family
-from nodemanager.playbook.steps import EXEC_PATH
+from nodemanager.playbook.steps import EXEC_PATH, exec_argv
 
 
 def plan_for(spec, fam="arch", **kw):
@@ -135,7 +135,7 @@ def test_subscriptions_become_handlers_executions_first():
     assert h[1]["ansible.builtin.service"] == {"name": "svc", "state": "restarted"}
     assert all(x["listen"] == ["nodemanager changed /etc/a.conf"] for x in h)
     assert t[-1]["ansible.builtin.command"] == {
-        "argv": ["/bin/always"],
+        "argv": exec_argv(["/bin/always"]),
         "chdir": "/",
         "expand_argument_vars": False,
     }
