@@ -65,7 +65,8 @@ UPGRADE_CHECK = 20.0  # seconds; a cron minute is never missed
 
 @dataclass
 class Options:
-    kubeconfig: str | None
+    kubeconfig: str | None  # a path list, merged as kubectl merges $KUBECONFIG
+    context: str | None = None  # kubectl's --context; None: the current context
     namespace: str = "nodemanager"
     hostname: str | None = None
     node_labels: dict[str, str] = field(default_factory=dict)
@@ -118,7 +119,9 @@ class Daemon:
         self._offline = False  # announced once when it starts and when it ends
         self.fatal: str | None = None  # why the agent stopped itself (non-zero exit)
         self.clients = ClientFactory(
-            opts.kubeconfig, on_request=lambda m: self.metrics.api_requests.labels(m).inc()
+            opts.kubeconfig,
+            on_request=lambda m: self.metrics.api_requests.labels(m).inc(),
+            context=opts.context,
         )
         self.node_client = NodeClient(self.clients, opts.namespace, self.name)
         self.notifier = Notifier(self.clients)

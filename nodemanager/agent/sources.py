@@ -45,6 +45,8 @@ class Loaded:
 
     snapshot: Snapshot
     errors: list[str] = field(default_factory=list)  # "<file>: <message>", unreadable YAML
+    # "<file> (document n): ManagedNode x": our other kinds, which a -f may well include
+    skipped: list[str] = field(default_factory=list)
 
 
 def _secret_data(doc: dict[str, Any]) -> dict[str, str]:
@@ -70,10 +72,15 @@ def _documents_of(path: Path) -> list[Any]:
         return list(yaml.load_all(stream, Loader=loader))
 
 
+# Kinds of our API group that are not ConfigSets: skipped by name, not parsed as a broken
+# ConfigSet (`render -f` of a ManagedNode said "ConfigSet ... is invalid").
+OTHER_KINDS = ("ManagedNode",)
+
+
 def _meant_as_configset(doc: Any, kind: Any) -> bool:
     """A document to parse as a ConfigSet: one without kind, one of kind ConfigSet in any case
     (``Configset`` is a mistake to report, not another kind to skip), or any kind in our API
-    group."""
+    group but ``OTHER_KINDS``."""
     api_version = doc.get("apiVersion") if isinstance(doc, dict) else None
     return (
         kind is None
@@ -118,6 +125,10 @@ def load(paths: Iterable[str], node: dict[str, Any] | None = None) -> Loaded:
                     snap.secrets[name] = _secret_data(doc)
                 else:
                     snap.configmaps[name] = {k: str(v) for k, v in (doc.get("data") or {}).items()}
+                continue
+            if kind in OTHER_KINDS:
+                name = (doc.get("metadata") or {}).get("name", "<unnamed>")
+                out.skipped.append(f"{path} (document {index + 1}): {kind} {name}")
                 continue
             if not _meant_as_configset(doc, kind):
                 continue  # other kinds (Namespaces, RBAC) may share the file

@@ -41,9 +41,11 @@ def check_ttl(seconds: float, flag: str) -> int:
     return int(seconds)
 
 
-def _own_claims(kubeconfig: str, namespace: str, hostname: str) -> dict[str, Any] | None:
+def _own_claims(
+    kubeconfig: str, namespace: str, hostname: str, context: str | None = None
+) -> dict[str, Any] | None:
     """The claims of ``kubeconfig``'s token when it is the node's own; else None (an admin)."""
-    token = tokens.token_of(kubeconfig)
+    token = tokens.token_of(kubeconfig, context)
     if not token or token.count(".") != 2:
         return None
     try:
@@ -55,16 +57,16 @@ def _own_claims(kubeconfig: str, namespace: str, hostname: str) -> dict[str, Any
 
 
 def node_kubeconfig(
-    kubeconfig: str, hostname: str, namespace: str, seconds: int
+    kubeconfig: str, hostname: str, namespace: str, seconds: int, context: str | None = None
 ) -> tuple[str, float]:
     """A kubeconfig (YAML text) for the node's account, requested with ``kubeconfig``'s
     credentials; and the token's lifetime in seconds as granted.
 
     With an administrator's credential the binding Secret is re-created first (revoking every
     earlier token of the node); with the node's own, the new token shares its binding."""
-    server, ca = tokens.cluster_of(kubeconfig)
-    own = _own_claims(kubeconfig, namespace, hostname)
-    api = tokens.client_for(kubeconfig)
+    server, ca = tokens.cluster_of(kubeconfig, context)
+    own = _own_claims(kubeconfig, namespace, hostname, context)
+    api = tokens.client_for(kubeconfig, context)
     try:
         if own is None:
             uid = tokens.renew_binding_secret(
@@ -86,9 +88,9 @@ def node_kubeconfig(
     return yaml.safe_dump(data, sort_keys=False), granted
 
 
-def revoke(kubeconfig: str, hostname: str, namespace: str) -> bool:
+def revoke(kubeconfig: str, hostname: str, namespace: str, context: str | None = None) -> bool:
     """Revoke every token of the node (delete its binding Secret); whether there was one."""
-    api = tokens.client_for(kubeconfig)
+    api = tokens.client_for(kubeconfig, context)
     try:
         return tokens.delete_binding_secret(api, namespace, binding_secret(hostname))
     finally:
@@ -127,8 +129,8 @@ class TokenRenewer:
         while not stop.is_set():
             try:
                 delay = self.due_in()
-            except (OSError, ValueError, KeyError) as e:
-                log.warning("cannot read the token of %s: %s", self.kubeconfig, e)
+            except Exception as e:  # any unreadable file: one line, never a thread traceback
+                log.warning("cannot read the token of %s: %s; not renewing it", self.kubeconfig, e)
                 delay = None
             if delay is None:
                 return

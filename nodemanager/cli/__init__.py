@@ -3,20 +3,31 @@
 One module per command group; this module holds the root group and registers them. A new
 command group is a module here that defines click commands, added to `main` below. Commands
 import heavy libraries (kubernetes, ansible_runner, jinja2) inside their bodies, so that
-`--help`, `--version` and `completion` start fast."""
+`--help`, `--version` and `completion` start fast (bench/cli_start.py measures it).
+
+Options given before a subcommand hold for it (`nodemanager -n NS rbac`), `-v` counts
+wherever it stands, upstream's agent flags are translated (`upstream.py`), and no command
+ends in a traceback (`errors.py`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import click
 
 from nodemanager import __version__
-from nodemanager.cli import access, agent, controller, local, rollout
-from nodemanager.cli.options import emit
+from nodemanager.cli import access, agent, completion, controller, local, rollout, upstream
+from nodemanager.cli.errors import Root
+from nodemanager.cli.options import add_verbose, emit, pass_down
 
 
-@click.group(invoke_without_command=True)
+class Main(Root):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, upstream.accept(args) if ctx.parent is None else args)
+
+
+@click.group(cls=Main, invoke_without_command=True)
 @click.version_option(
     __version__, "--version", prog_name="nodemanager", message="%(prog)s %(version)s"
 )
@@ -25,9 +36,12 @@ from nodemanager.cli.options import emit
 def main(ctx: click.Context, /, **options: Any) -> None:
     """Keep this host's packages, files, services and commands as ConfigSets declare them.
 
-    Without a command, runs the agent (the same as `nodemanager run`)."""
+    Without a command, runs the agent (the same as `nodemanager run`). Options before a
+    command hold for it: `nodemanager -n NS --context C rollout status configset/X`."""
     if ctx.invoked_subcommand is None:
         ctx.invoke(agent.run, **options)
+    else:
+        pass_down(ctx)
 
 
 @click.command()
@@ -47,7 +61,7 @@ def version(output_format: str) -> None:
         emit([{"nodemanagerVersion": __version__}], output_format)
 
 
-for command in (
+COMMANDS: Sequence[click.Command] = (
     agent.run,
     controller.controller,
     rollout.rollout,
@@ -59,8 +73,11 @@ for command in (
     access.token,
     access.bootstrap,
     access.revoke,
-):
+    completion.completion,
+)
+for command in COMMANDS:
     main.add_command(command)
+add_verbose(main)
 
 __all__ = ["main"]
 

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
 import click
 
 from nodemanager.cli.options import (
+    api_options,
+    context_option,
     duration,
     emit,
-    kube_errors,
-    kubeconfig_option,
     labels,
     namespace_option,
     output_format_option,
@@ -96,8 +95,7 @@ def _ttl(text: str, flag: str) -> int:
 
 @click.command()
 @click.option("--hostname", required=True, help="Target node name.")
-@kubeconfig_option("Admin kubeconfig.")
-@namespace_option()
+@api_options("Admin kubeconfig.")
 @click.option(
     "--ttl",
     default="1h",
@@ -109,13 +107,14 @@ def _ttl(text: str, flag: str) -> int:
     type=click.Path(dir_okay=False),
     help="Write the kubeconfig here (0600, atomically) instead of stdout.",
 )
-@kube_errors
-def token(hostname: str, kubeconfig: str, namespace: str, ttl: str, out: str | None) -> None:
+def token(
+    hostname: str, kubeconfig: str, context: str | None, namespace: str, ttl: str, out: str | None
+) -> None:
     """Issue a short-lived bootstrap kubeconfig for a node; every earlier token of it is revoked."""
     from nodemanager.bootstrap.credentials import node_kubeconfig, write_kubeconfig
 
     seconds = _ttl(ttl, "--ttl")
-    text, granted = node_kubeconfig(kubeconfig, hostname, namespace, seconds)
+    text, granted = node_kubeconfig(kubeconfig, hostname, namespace, seconds, context)
     if out:
         write_kubeconfig(out, text)
         click.echo(f"wrote {out} (valid {granted / 3600:.2f} h)", err=True)
@@ -136,6 +135,7 @@ def token(hostname: str, kubeconfig: str, namespace: str, ttl: str, out: str | N
     show_default="/etc/nodemanager/kubeconfig; FreeBSD /usr/local/etc/nodemanager/kubeconfig",
     help="Where to write the permanent kubeconfig.",
 )
+@context_option()
 @namespace_option()
 @click.option(
     "--hostname", help="Node name (default: this host's name; must match the one used in `token`)."
@@ -146,10 +146,10 @@ def token(hostname: str, kubeconfig: str, namespace: str, ttl: str, out: str | N
     show_default=True,
     help="Lifetime of the node's token (at most 720h); the agent renews it at about 80%.",
 )
-@kube_errors
 def bootstrap(
     bootstrap_kubeconfig: str,
     kubeconfig: str,
+    context: str | None,
     namespace: str,
     hostname: str | None,
     token_ttl: str,
@@ -160,7 +160,7 @@ def bootstrap(
 
     seconds = _ttl(token_ttl, "--token-ttl")
     text, granted = node_kubeconfig(
-        bootstrap_kubeconfig, hostname or this_host(), namespace, seconds
+        bootstrap_kubeconfig, hostname or this_host(), namespace, seconds, context
     )
     write_kubeconfig(kubeconfig, text)
     click.echo(
@@ -172,19 +172,12 @@ def bootstrap(
 
 @click.command()
 @click.option("--hostname", required=True, help="The node whose tokens to revoke.")
-@click.option(
-    "--kubeconfig",
-    default=os.path.expanduser("~/.kube/config"),
-    show_default=True,
-    help="Admin kubeconfig.",
-)
-@click.option("--namespace", default="nodemanager", show_default=True)
-@kube_errors
-def revoke(hostname: str, kubeconfig: str, namespace: str) -> None:
+@api_options("Admin kubeconfig.")
+def revoke(hostname: str, kubeconfig: str, context: str | None, namespace: str) -> None:
     """Revoke every token of a node now (its ServiceAccount and RBAC stay; `token` re-admits it)."""
     from nodemanager.bootstrap.credentials import revoke as revoke_tokens
 
-    if revoke_tokens(kubeconfig, hostname, namespace):
+    if revoke_tokens(kubeconfig, hostname, namespace, context):
         click.echo(f"revoked every token of node {hostname}", err=True)
     else:
         raise click.ClickException(

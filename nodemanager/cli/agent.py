@@ -6,15 +6,15 @@ import os
 
 import click
 
+from nodemanager.cli.errors import verbosity
 from nodemanager.cli.logs import LOG_LEVELS, setup_logging
-from nodemanager.cli.options import F, duration, kubeconfig_option, labels, namespace_option
+from nodemanager.cli.options import F, api_options, duration, labels
 from nodemanager.playbook.errors import PlaybookError
 
 
 def run_options(f: F) -> F:
     options = [
-        kubeconfig_option("Kubeconfig file; in a pod without it, the in-cluster service account."),
-        namespace_option(),
+        api_options("Kubeconfig file; in a pod without it, the in-cluster service account."),
         click.option(
             "--leader-elect",
             is_flag=False,
@@ -102,6 +102,7 @@ def run_options(f: F) -> F:
 @run_options
 def run(
     kubeconfig: str,
+    context: str | None,
     namespace: str,
     leader_elect: bool,
     metrics_bind_address: str,
@@ -121,17 +122,22 @@ def run(
     """Run the agent: keep this host in the state its ConfigSets declare."""
     from nodemanager.agent.daemon import Daemon, Options
 
-    setup_logging(log_format, log_level)
+    setup_logging(log_format, "debug" if verbosity(click.get_current_context()) else log_level)
     from nodemanager.bootstrap.credentials import TokenRenewer
     from nodemanager.host.labels import hostname as this_host
+    from nodemanager.kube.kubeconfig import exists, loader
 
+    if exists(kubeconfig):
+        loader(kubeconfig, context)  # a broken kubeconfig fails now, not in every thread later
+    # The renewer rewrites the node's own kubeconfig: one file, its current context.
     renewer = (
         TokenRenewer(kubeconfig, hostname or this_host(), namespace)
-        if os.path.exists(kubeconfig)
+        if os.path.isfile(kubeconfig) and not context
         else None
     )
     options = Options(
         kubeconfig=kubeconfig,
+        context=context,
         namespace=namespace,
         hostname=hostname,
         node_labels=labels(node_labels),

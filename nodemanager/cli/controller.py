@@ -6,13 +6,13 @@ import sys
 
 import click
 
+from nodemanager.cli.errors import verbosity
 from nodemanager.cli.logs import LOG_LEVELS, setup_logging
-from nodemanager.cli.options import duration, kubeconfig_option, namespace_option
+from nodemanager.cli.options import api_options, duration
 
 
 @click.command()
-@kubeconfig_option("Kubeconfig file; in a pod without it, the in-cluster service account.")
-@namespace_option()
+@api_options("Kubeconfig file; in a pod without it, the in-cluster service account.")
 @click.option(
     "--leader-elect",
     default=False,
@@ -52,6 +52,7 @@ from nodemanager.cli.options import duration, kubeconfig_option, namespace_optio
 )
 def controller(
     kubeconfig: str,
+    context: str | None,
     namespace: str,
     leader_elect: bool,
     leader_elect_identity: str,
@@ -70,9 +71,10 @@ def controller(
 
     from nodemanager.controller.manager import Controller, Options
 
-    setup_logging(log_format, log_level)
+    setup_logging(log_format, "debug" if verbosity(click.get_current_context()) else log_level)
     options = Options(
         kubeconfig=kubeconfig,
+        context=context,
         namespace=namespace,
         leader_elect=leader_elect,
         identity=leader_elect_identity,

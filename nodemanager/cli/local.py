@@ -34,13 +34,17 @@ def _local_plan(
         local = plan_files(files, node, show_secrets=show_secrets)
     except (PlaybookError, ValueError) as e:
         raise click.ClickException(str(e)) from e
+    for skipped in local.loaded.skipped:
+        click.echo(f"note: skipped {skipped}: not a ConfigSet", err=True)
     for error in local.load_errors:
         click.echo(f"error: {error}", err=True)
     for resource, message in local.errors.items():
         click.echo(f"error: {resource}: {message}", err=True)
     for conflict in local.desired.conflicts:
         click.echo(f"conflict: {conflict.message()}; applied from neither", err=True)
-    if not local.desired.configsets and not local.load_errors:
+    if not local.loaded.snapshot.configsets and not local.load_errors:
+        click.echo("note: no ConfigSet in the files given", err=True)
+    elif not local.desired.configsets and not local.load_errors:
         click.echo(f"note: no ConfigSet matches this node's labels {dict(node.labels)}", err=True)
     return local
 
@@ -106,6 +110,10 @@ def render(
         click.echo(f"note: -o {output_format} is taken as --out {output_format}", err=True)
         output = output or output_format
     local = _local_plan(files, node_labels, os_id, hostname, show_secrets)
+    if local.load_errors or local.errors:
+        # A partial playbook would look like the whole one: nothing is written (as kubectl).
+        click.echo("error: no playbook written: fix the errors above", err=True)
+        sys.exit(1)
     text = to_yaml(local.plan.playbook)
     if output:
         from nodemanager.fsutil import write_atomic
@@ -113,8 +121,6 @@ def render(
         write_atomic(output, text.encode(), mode=0o600 if local.plan.has_secrets else 0o644)
     else:
         click.echo(text, nl=False)
-    if local.load_errors or local.errors:
-        sys.exit(1)
 
 
 _MARK = {"ok": "ok", "changed": "changed", "failed": "FAILED", "skipped": "skipped"}

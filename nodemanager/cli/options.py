@@ -8,11 +8,11 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from nodemanager.api import parse_duration
 
 F = TypeVar("F", bound=Callable[..., Any])
-T = TypeVar("T")
 
 
 def labels(text: str | None) -> dict[str, str]:
@@ -25,19 +25,24 @@ def labels(text: str | None) -> dict[str, str]:
 
 
 def default_kubeconfig() -> str:
-    """kubectl's rule: the first file named in $KUBECONFIG (a path list), else ~/.kube/config."""
-    for entry in os.environ.get("KUBECONFIG", "").split(os.pathsep):
-        if entry:
-            return entry
-    return os.path.expanduser("~/.kube/config")
+    """kubectl's rule: every file named in $KUBECONFIG (a path list, merged), else
+    ~/.kube/config."""
+    listed = [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
+    return os.pathsep.join(listed) if listed else os.path.expanduser("~/.kube/config")
 
 
 def kubeconfig_option(help_text: str) -> Callable[[F], F]:
     return click.option(
         "--kubeconfig",
         default=default_kubeconfig,
-        show_default="$KUBECONFIG, else ~/.kube/config",
+        show_default="$KUBECONFIG (all its files, merged), else ~/.kube/config",
         help=help_text,
+    )
+
+
+def context_option() -> Callable[[F], F]:
+    return click.option(
+        "--context", default=None, help="Kubeconfig context to use (default: its current)."
     )
 
 
@@ -49,6 +54,69 @@ def namespace_option() -> Callable[[F], F]:
         show_default=True,
         help="Namespace of ConfigSets, ManagedNodes and the node's account.",
     )
+
+
+def api_options(help_text: str) -> Callable[[F], F]:
+    """--kubeconfig, --context and -n: what every command that talks to the API takes."""
+
+    def decorate(f: F) -> F:
+        return kubeconfig_option(help_text)(context_option()(namespace_option()(f)))
+
+    return decorate
+
+
+def pass_down(ctx: click.Context) -> None:
+    """Options given before a subcommand hold for it as if given after it (`nodemanager -n NS
+    rbac`); the subcommand's own flag wins. An option the subcommand has not is an error,
+    never silently ignored. Matched by flag, so a flag means the same on both sides."""
+    name = ctx.invoked_subcommand
+    group = ctx.command
+    sub = group.get_command(ctx, name) if name and isinstance(group, click.Group) else None
+    if name is None or sub is None:
+        return
+    by_flag = {o: p.name for p in sub.params if isinstance(p, click.Option) for o in p.opts}
+    values: dict[str, Any] = {}
+    for param in group.params:
+        if not isinstance(param, click.Option) or not param.expose_value or not param.name:
+            continue
+        if ctx.get_parameter_source(param.name) in (None, ParameterSource.DEFAULT):
+            continue
+        target = next((by_flag[o] for o in param.opts if o in by_flag), None)
+        if target is None:
+            raise click.UsageError(
+                f"{param.opts[-1]} is not an option of `{ctx.command_path} {name}`", ctx
+            )
+        values[target] = ctx.params[param.name]
+    default_map = dict(ctx.default_map or {})
+    default_map[name] = {**(default_map.get(name) or {}), **values}
+    ctx.default_map = default_map
+
+
+def _count_verbose(ctx: click.Context, _: click.Parameter, value: int) -> None:
+    if not value:
+        return
+    root = ctx.find_root()
+    level = root.meta["nodemanager.verbose"] = root.meta.get("nodemanager.verbose", 0) + value
+    from nodemanager.cli.logs import setup_logging
+
+    setup_logging("text", "debug" if level > 1 else "info")
+
+
+def add_verbose(command: click.Command) -> None:
+    """-v (info logs, a traceback with errors), -vv (debug) on every command and group, so it
+    counts wherever it is placed."""
+    command.params.append(
+        click.Option(
+            ["-v", "--verbose"],
+            count=True,
+            expose_value=False,
+            callback=_count_verbose,
+            help="More output: -v info logs and a traceback with errors, -vv debug.",
+        )
+    )
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            add_verbose(sub)
 
 
 def duration(text: str) -> float:
@@ -83,31 +151,3 @@ def emit(documents: list[Any], output_format: str) -> None:
         click.echo(json.dumps(body, indent=2))
     else:
         click.echo(yaml.safe_dump_all(documents, sort_keys=False), nl=False)
-
-
-def kube_call(call: Callable[[], T]) -> T:
-    from nodemanager.kube.errors import KubeError
-
-    try:
-        return call()
-    except KubeError as e:
-        raise click.ClickException(str(e)) from e
-    except OSError as e:
-        raise click.ClickException(f"{e.filename or ''}: {e.strerror or e}") from e
-
-
-def kube_errors(f: F) -> F:
-    import functools
-
-    @functools.wraps(f)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from nodemanager.kube.errors import KubeError
-
-        try:
-            return f(*args, **kwargs)
-        except (KubeError, ValueError) as e:
-            raise click.ClickException(str(e)) from e
-        except OSError as e:
-            raise click.ClickException(f"{e.filename or ''}: {e.strerror or e}") from e
-
-    return wrapper  # type: ignore[return-value]  # same signature, by functools.wraps

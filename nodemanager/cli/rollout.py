@@ -8,13 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from nodemanager.cli.options import (
-    F,
-    duration,
-    kube_call,
-    kubeconfig_option,
-    namespace_option,
-)
+from nodemanager.cli.options import F, api_options, duration, pass_down
 
 if TYPE_CHECKING:
     from nodemanager.kube.rollouts import RolloutClient
@@ -27,22 +21,30 @@ def _configset_ref(ref: str) -> str:
     return name
 
 
-def _rollout_client(kubeconfig: str, namespace: str) -> RolloutClient:
+def _rollout_client(kubeconfig: str, context: str | None, namespace: str) -> RolloutClient:
     from nodemanager.kube.client import ClientFactory
     from nodemanager.kube.rollouts import RolloutClient
 
-    return RolloutClient(ClientFactory(kubeconfig), namespace)
+    return RolloutClient(ClientFactory(kubeconfig, context=context), namespace)
 
 
 def _rollout_options(f: F) -> F:
-    f = namespace_option()(f)
-    f = kubeconfig_option("Kubeconfig file.")(f)
+    f = api_options("Kubeconfig file.")(f)
     return click.argument("resource")(f)
 
 
+# `rollout status` exit codes, as documented in README "Staged rollouts".
+EXIT_FAILED = 1
+EXIT_PAUSED = 3
+EXIT_UNFINISHED = 4  # --watch=false on a rollout in progress, or --timeout reached
+
+
 @click.group()
-def rollout() -> None:
+@api_options("Kubeconfig file.")
+@click.pass_context
+def rollout(ctx: click.Context, /, **_: object) -> None:
     """Staged rollouts of ConfigSets with spec.rollout (like kubectl rollout)."""
+    pass_down(ctx)
 
 
 @rollout.command("status")
@@ -52,41 +54,50 @@ def rollout() -> None:
     "--timeout", default="0s", show_default=True, help="Give up after this; 0 waits forever."
 )
 def rollout_status(
-    resource: str, kubeconfig: str, namespace: str, watch: bool, timeout: str
+    resource: str, kubeconfig: str, context: str | None, namespace: str, watch: bool, timeout: str
 ) -> None:
-    """Show the rollout's progress; with --watch, wait until it finished or failed."""
+    """Show the rollout's progress; with --watch, wait until it finished or failed.
+
+    Exits 0 only on a finished rollout: 1 failed, 3 paused, 4 unfinished (--watch=false,
+    --timeout)."""
     import time
 
     from nodemanager.controller.rollout import progress
 
     name, deadline = _configset_ref(resource), duration(timeout)
-    client_ = _rollout_client(kubeconfig, namespace)
+    client_ = _rollout_client(kubeconfig, context, namespace)
     started, last = time.monotonic(), ""
     while True:
-        state, message = kube_call(lambda: progress(client_.configset(name)))
+        state, message = progress(client_.configset(name))
         if message != last:
             click.echo(message)
             last = message
-        if state == "failed":
-            sys.exit(1)
-        if state in ("done", "paused") or not watch:
+        if state == "done":
             return
+        if state == "failed":
+            sys.exit(EXIT_FAILED)
+        if state == "paused":
+            click.echo(f"resume it with: nodemanager rollout resume configset/{name}", err=True)
+            sys.exit(EXIT_PAUSED)
+        if not watch:
+            sys.exit(EXIT_UNFINISHED)
         if deadline and time.monotonic() - started > deadline:
-            raise click.ClickException("timed out waiting for the rollout to finish")
+            click.echo("error: timed out waiting for the rollout to finish", err=True)
+            sys.exit(EXIT_UNFINISHED)
         time.sleep(1)
 
 
 @rollout.command("history")
 @_rollout_options
-def rollout_history(resource: str, kubeconfig: str, namespace: str) -> None:
+def rollout_history(resource: str, kubeconfig: str, context: str | None, namespace: str) -> None:
     """List the ConfigSet's revisions and which nodes run each."""
     from nodemanager.controller.rollout import CONFIGSET_LABEL
 
     name = _configset_ref(resource)
-    client_ = _rollout_client(kubeconfig, namespace)
-    revisions = kube_call(lambda: client_.revisions(name, CONFIGSET_LABEL))
+    client_ = _rollout_client(kubeconfig, context, namespace)
+    revisions = client_.revisions(name, CONFIGSET_LABEL)
     running: dict[str, list[str]] = {}
-    for node in kube_call(client_.nodes):
+    for node in client_.nodes():
         for entry in (node.get("status") or {}).get("configsets") or []:
             if entry.get("name") == name and entry.get("revision"):
                 running.setdefault(entry["revision"], []).append(node["metadata"]["name"])
@@ -97,37 +108,43 @@ def rollout_history(resource: str, kubeconfig: str, namespace: str) -> None:
         click.echo(f"{r.get('revision', 0):<10}{r['metadata']['name']:<32}{nodes}")
 
 
+def _set_paused(
+    resource: str, kubeconfig: str, context: str | None, namespace: str, paused: bool
+) -> None:
+    name = _configset_ref(resource)
+    _rollout_client(kubeconfig, context, namespace).set_paused(name, paused)
+    click.echo(f"configset/{name} {'paused' if paused else 'resumed'}")
+
+
 @rollout.command("pause")
 @_rollout_options
-def rollout_pause(resource: str, kubeconfig: str, namespace: str) -> None:
+def rollout_pause(resource: str, kubeconfig: str, context: str | None, namespace: str) -> None:
     """Stop admitting nodes to new revisions (spec.paused: true)."""
-    name = _configset_ref(resource)
-    kube_call(lambda: _rollout_client(kubeconfig, namespace).set_paused(name, True))
-    click.echo(f"configset/{name} paused")
+    _set_paused(resource, kubeconfig, context, namespace, True)
 
 
 @rollout.command("resume")
 @_rollout_options
-def rollout_resume(resource: str, kubeconfig: str, namespace: str) -> None:
+def rollout_resume(resource: str, kubeconfig: str, context: str | None, namespace: str) -> None:
     """Admit nodes again (spec.paused: false)."""
-    name = _configset_ref(resource)
-    kube_call(lambda: _rollout_client(kubeconfig, namespace).set_paused(name, False))
-    click.echo(f"configset/{name} resumed")
+    _set_paused(resource, kubeconfig, context, namespace, False)
 
 
 @rollout.command("undo")
 @_rollout_options
 @click.option("--to-revision", default=0, type=int, help="Revision to go back to; 0: the previous.")
-def rollout_undo(resource: str, kubeconfig: str, namespace: str, to_revision: int) -> None:
+def rollout_undo(
+    resource: str, kubeconfig: str, context: str | None, namespace: str, to_revision: int
+) -> None:
     """Put an earlier revision's content back into the ConfigSet; the rollout then applies it."""
     from nodemanager.controller.rollout import CONFIGSET_LABEL, STEERING, revision_name, undo_target
 
     name = _configset_ref(resource)
-    client_ = _rollout_client(kubeconfig, namespace)
-    current = kube_call(lambda: client_.configset(name))
+    client_ = _rollout_client(kubeconfig, context, namespace)
+    current = client_.configset(name)
     if not isinstance((current.get("spec") or {}).get("rollout"), dict):
         raise click.ClickException(f"configset/{name} has no spec.rollout: it keeps no revisions")
-    revisions = kube_call(lambda: client_.revisions(name, CONFIGSET_LABEL))
+    revisions = client_.revisions(name, CONFIGSET_LABEL)
     try:
         target = undo_target(revisions, revision_name(name, current["spec"]), to_revision)
     except ValueError as e:
@@ -137,5 +154,5 @@ def rollout_undo(resource: str, kubeconfig: str, namespace: str, to_revision: in
     def new_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
         return {**content, **{k: spec[k] for k in STEERING if k in spec}}
 
-    kube_call(lambda: client_.replace_spec(name, new_spec))
+    client_.replace_spec(name, new_spec)
     click.echo(f"configset/{name} rolled back to revision {target.get('revision')}")

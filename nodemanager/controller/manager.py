@@ -35,7 +35,8 @@ LEADER_LEASE = "nodemanager-controller"
 
 @dataclass
 class Options:
-    kubeconfig: str | None
+    kubeconfig: str | None  # a path list, merged as kubectl merges $KUBECONFIG
+    context: str | None = None  # kubectl's --context; None: the current context
     namespace: str = "nodemanager"
     leader_elect: bool = False
     identity: str = ""
@@ -70,7 +71,9 @@ class Controller:
         self.lost = False
         self.metrics = ControllerMetrics()
         self.clients = ClientFactory(
-            opts.kubeconfig, on_request=lambda m: self.metrics.api_requests.labels(m).inc()
+            opts.kubeconfig,
+            on_request=lambda m: self.metrics.api_requests.labels(m).inc(),
+            context=opts.context,
         )
         self.fleet = FleetClient(self.clients, opts.namespace)
         self.recorder = EventRecorder(self.clients, opts.namespace, "nodemanager-controller")

@@ -19,6 +19,8 @@ from typing import Any
 
 from kubernetes import client, config
 
+from nodemanager.kube import kubeconfig as kubeconfig_file
+
 FIELD_MANAGER = "nodemanager"
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 30.0
@@ -34,34 +36,46 @@ def in_cluster() -> bool:
 class ClientFactory:
     """Hands out an ApiClient for the current credentials; reloads when the kubeconfig changes."""
 
-    def __init__(self, kubeconfig: str | None, on_request: Callable[[str], None] | None = None):
-        self.kubeconfig = kubeconfig
+    def __init__(
+        self,
+        kubeconfig: str | None,
+        on_request: Callable[[str], None] | None = None,
+        context: str | None = None,
+    ):
+        self.kubeconfig, self.context = kubeconfig, context
         self.on_request = on_request
         self._lock = threading.Lock()
-        self._mtime: float | None = None
+        self._mtime: tuple[int | None, ...] | None = None
         self._client: client.ApiClient | None = None
 
-    def _stamp(self) -> float | None:
-        try:
-            return os.stat(self.kubeconfig).st_mtime_ns if self.kubeconfig else None
-        except OSError:
-            return None
+    def _stamp(self) -> tuple[int | None, ...]:
+        """The files' change times: a path list ($KUBECONFIG) is merged, so any of them counts."""
+        stamps: list[int | None] = []
+        for path in kubeconfig_file.paths(self.kubeconfig or ""):
+            try:
+                stamps.append(os.stat(path).st_mtime_ns)
+            except OSError:
+                stamps.append(None)
+        return tuple(stamps)
 
     def get(self) -> client.ApiClient:
         with self._lock:
             stamp = self._stamp()
             if self._client is None or stamp != self._mtime:
-                if self.kubeconfig and Path(self.kubeconfig).exists():
-                    fresh = config.new_client_from_config(self.kubeconfig)
+                if self.kubeconfig and kubeconfig_file.exists(self.kubeconfig):
+                    fresh = kubeconfig_file.new_client(self.kubeconfig, self.context)
                 elif in_cluster():
                     configuration = client.Configuration()
                     config.load_incluster_config(client_configuration=configuration)
                     fresh = client.ApiClient(configuration)
                 else:
                     raise FileNotFoundError(
-                        f"kubeconfig {self.kubeconfig} not found and not running in a pod"
+                        f"kubeconfig {self.kubeconfig}: no such file, and not running in a pod "
+                        "(check --kubeconfig or $KUBECONFIG)"
                     )
-                fresh.rest_client.request = self._bounded(fresh.rest_client.request)
+                fresh.rest_client.request = self._bounded(  # type: ignore[method-assign]
+                    fresh.rest_client.request
+                )  # wrapped per client: counts and timeouts for every request
                 old, self._client, self._mtime = self._client, fresh, stamp
                 if old is not None:
                     old.close()

@@ -50,13 +50,26 @@ def is_temporary(status: int) -> bool:
     return status == 0 or status in _TEMPORARY_STATUSES or status >= 500
 
 
+def _no_answer(e: Exception) -> str:
+    """Where and why no answer came, in one line (urllib3 nests the connection's repr)."""
+    if isinstance(e, urllib3.exceptions.MaxRetryError) and e.pool is not None:
+        reason = str(e.reason or e)
+        if reason.startswith("<") and ">: " in reason:  # urllib3 1.x: <...Connection at 0x..>
+            reason = reason.split(">: ", 1)[1]
+        elif reason.startswith(("HTTPConnection(", "HTTPSConnection(")) and "): " in reason:
+            reason = reason.split("): ", 1)[1]
+        pool = e.pool
+        return f"{pool.scheme}://{pool.host}:{pool.port}: {reason}"
+    return f"{type(e).__name__}: {e}"
+
+
 def translate(e: Exception) -> KubeError:
     """The KubeError for an error of the client (``KUBE_ERRORS``), with the server's message
     (non-JSON bodies truncated)."""
     if isinstance(e, KubeError):
         return e
     if not isinstance(e, ApiException):
-        return Temporary(f"API server unreachable: {type(e).__name__}: {e}", "Unreachable")
+        return Temporary(f"API server unreachable: {_no_answer(e)}", "Unreachable")
     status = int(e.status or 0)
     message, reason = str(e.reason or ""), ""
     try:

@@ -8,11 +8,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
-from kubernetes import client, config
-from kubernetes.client.exceptions import ApiException
+from kubernetes import client
 
-from nodemanager.kube.errors import KubeError, translate
+from nodemanager.kube import kubeconfig as kubeconfig_file
+from nodemanager.kube.errors import KUBE_ERRORS, KubeError, translate
 
 
 def request_token(
@@ -39,7 +38,7 @@ def request_token(
         result = client.CoreV1Api(api).create_namespaced_service_account_token(
             service_account, namespace, body
         )
-    except ApiException as e:
+    except KUBE_ERRORS as e:
         raise translate(e) from e
     status = result.status
     if status is None or not status.token or status.expiration_timestamp is None:
@@ -65,7 +64,7 @@ def renew_binding_secret(
     )
     try:
         created = core.create_namespaced_secret(namespace, body)
-    except ApiException as e:
+    except KUBE_ERRORS as e:
         raise translate(e) from e
     return str((created.metadata or client.V1ObjectMeta()).uid)
 
@@ -77,8 +76,8 @@ def delete_binding_secret(api: client.ApiClient, namespace: str, name: str) -> b
     core = client.CoreV1Api(api)
     try:
         existing = core.read_namespaced_secret(name, namespace)
-    except ApiException as e:
-        if e.status == 404:
+    except KUBE_ERRORS as e:
+        if getattr(e, "status", None) == 404:
             return False
         raise translate(e) from e
     if existing.type != BINDING_TYPE:
@@ -96,8 +95,8 @@ def delete_binding_secret(api: client.ApiClient, namespace: str, name: str) -> b
                 )
             ),
         )
-    except ApiException as e:
-        if e.status != 404:
+    except KUBE_ERRORS as e:
+        if getattr(e, "status", None) != 404:
             raise translate(e) from e
     return True
 
@@ -110,28 +109,23 @@ def bound_secret(token_claims: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def cluster_of(kubeconfig: str) -> tuple[str, str]:
-    """(server, base64 CA data) of a kubeconfig's current context."""
-    loader = config.kube_config.KubeConfigLoader(
-        config_dict=yaml.safe_load(Path(kubeconfig).read_text()),
-        config_base_path=str(Path(kubeconfig).resolve().parent),
-    )
-    cluster: Any = loader._cluster  # the current context's cluster entry
+def cluster_of(kubeconfig: str, context: str | None = None) -> tuple[str, str]:
+    """(server, base64 CA data) of a kubeconfig's chosen context."""
+    cluster, source = kubeconfig_file.cluster_entry(kubeconfig, context)
     server = cluster["server"]
     if "certificate-authority-data" in cluster:
         ca = cluster["certificate-authority-data"]
     elif "certificate-authority" in cluster:
         path = Path(cluster["certificate-authority"])
-        path = path if path.is_absolute() else Path(kubeconfig).resolve().parent / path
+        path = path if path.is_absolute() else Path(source).resolve().parent / path
         ca = base64.b64encode(path.read_bytes()).decode()
     else:
         ca = ""
     return server, ca
 
 
-def client_for(kubeconfig: str) -> client.ApiClient:
-    api: client.ApiClient = config.new_client_from_config(kubeconfig)
-    return api
+def client_for(kubeconfig: str, context: str | None = None) -> client.ApiClient:
+    return kubeconfig_file.new_client(kubeconfig, context)
 
 
 def token_kubeconfig(
@@ -155,22 +149,9 @@ def token_kubeconfig(
     }
 
 
-def token_of(kubeconfig: str) -> str | None:
-    """The bearer token of a kubeconfig's current user, if it uses one."""
-    data = yaml.safe_load(Path(kubeconfig).read_text()) or {}
-    current: dict[str, Any] = next(
-        (
-            c["context"]
-            for c in data.get("contexts", [])
-            if c["name"] == data.get("current-context")
-        ),
-        {},
-    )
-    user: dict[str, Any] = next(
-        (u["user"] for u in data.get("users", []) if u["name"] == current.get("user")), {}
-    )
-    token = user.get("token")
-    return str(token) if token else None
+def token_of(kubeconfig: str, context: str | None = None) -> str | None:
+    """The bearer token of a kubeconfig's current (or chosen) user, if it uses one."""
+    return kubeconfig_file.token_of(kubeconfig, context)
 
 
 def claims(token: str) -> dict[str, Any]:
