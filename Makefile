@@ -79,7 +79,7 @@ install:
 run: venv collections
 	$(NM) run --kubeconfig $${KUBECONFIG:-$$HOME/.kube/config}
 
-# The speed benchmarks (bench/README.md); BENCH=enforce|idle|daemon|fanout|controller runs one.
+# The speed benchmarks (bench/README.md); BENCH=enforce|idle|daemon|fanout|controller|start runs one.
 bench: deps venv collections controlplane
 	$(PY) bench/run.py $(BENCH)
 

@@ -7,6 +7,7 @@
 3. idle: one reconcile with nothing changed (no Ansible), in process (median).
 4. memory: agent RSS at rest, connected to the control plane; API requests per hour at rest.
 5. fanout: N simulated agents on one kube-apiserver (see fanout.py).
+6. start (`BENCH=start`, not in the default set): CLI start without the API (cli_start.py).
 
 Results go to bench/results/<scenario>.json and are summarised on stdout.
 """
@@ -384,6 +385,13 @@ def bench_daemon() -> None:
                 api.close()
         finally:
             cp.stop()
+
+
+def bench_start() -> None:
+    """CLI start of commands that do not talk to the API, beside `python -c pass`."""
+    from bench.cli_start import main as start
+
+    save("start", {"median_s": start(["--importtime"])})
 
 
 def main(argv: list[str]) -> int:

@@ -9,7 +9,6 @@ import click
 from nodemanager.cli.errors import verbosity
 from nodemanager.cli.logs import LOG_LEVELS, setup_logging
 from nodemanager.cli.options import F, api_options, duration, labels
-from nodemanager.playbook.errors import PlaybookError
 
 
 def run_options(f: F) -> F:
@@ -121,6 +120,7 @@ def run(
 ) -> None:
     """Run the agent: keep this host in the state its ConfigSets declare."""
     from nodemanager.agent.daemon import Daemon, Options
+    from nodemanager.playbook.errors import PlaybookError
 
     setup_logging(log_format, "debug" if verbosity(click.get_current_context()) else log_level)
     from nodemanager.bootstrap.credentials import TokenRenewer

@@ -10,14 +10,10 @@ from typing import TYPE_CHECKING
 import click
 
 from nodemanager.cli.options import labels
-from nodemanager.executor.errors import ExecutorError
-from nodemanager.executor.events import TaskResult
-from nodemanager.executor.summary import summarize
-from nodemanager.playbook.dump import to_yaml
-from nodemanager.playbook.errors import PlaybookError
 
 if TYPE_CHECKING:
     from nodemanager.agent.local import LocalPlan
+    from nodemanager.executor.events import TaskResult
 
 
 def _local_plan(
@@ -28,6 +24,7 @@ def _local_plan(
     show_secrets: bool,
 ) -> LocalPlan:
     from nodemanager.agent.local import identify, plan_files
+    from nodemanager.playbook.errors import PlaybookError
 
     try:
         node = identify(hostname, os_id, labels(node_labels))
@@ -114,6 +111,8 @@ def render(
         # A partial playbook would look like the whole one: nothing is written (as kubectl).
         click.echo("error: no playbook written: fix the errors above", err=True)
         sys.exit(1)
+    from nodemanager.playbook.dump import to_yaml
+
     text = to_yaml(local.plan.playbook)
     if output:
         from nodemanager.fsutil import write_atomic
@@ -156,7 +155,9 @@ def apply(
     fast_path: bool,
 ) -> None:
     """Apply ConfigSet files to this host now (local mode, no cluster)."""
+    from nodemanager.executor.errors import ExecutorError
     from nodemanager.executor.run import apply as apply_plan
+    from nodemanager.executor.summary import summarize
 
     local = _local_plan(files, node_labels, os_id, hostname, show_secrets=True)
     show_progress = sys.stderr.isatty() or diff

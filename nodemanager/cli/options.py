@@ -10,8 +10,6 @@ from typing import Any, TypeVar
 import click
 from click.core import ParameterSource
 
-from nodemanager.api import parse_duration
-
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -120,6 +118,8 @@ def add_verbose(command: click.Command) -> None:
 
 
 def duration(text: str) -> float:
+    from nodemanager.api import parse_duration
+
     try:
         return parse_duration(text)
     except ValueError as e:
