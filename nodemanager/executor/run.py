@@ -12,7 +12,7 @@ from typing import Any
 
 from nodemanager.executor import child, config, native, probe
 from nodemanager.executor.errors import ExecutorError
-from nodemanager.executor.events import TaskResult, to_result
+from nodemanager.executor.events import TaskResult, TaskStatus, to_result
 from nodemanager.playbook.build import Plan
 from nodemanager.playbook.dump import Unsafe, to_yaml
 from nodemanager.playbook.steps import FILE_KINDS, Step
@@ -50,12 +50,26 @@ NOTIFY_TASK = "nodemanager: notify the handlers of native changes"
 _KNOWN_EFFECT = frozenset({"write", "touch", "directory", "absent"})
 
 
+def _inode(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
 def _related(a: str, b: str) -> bool:
+    """Whether a change at ``a`` can change what is found at ``b``: nested paths, through
+    symlinks, or one inode under two names (a hard link: a chmod of one is a chmod of both)."""
+
     def nested(x: str, y: str) -> bool:
         return x == y or x.startswith(y.rstrip("/") + "/") or y.startswith(x.rstrip("/") + "/")
 
     ra, rb = os.path.realpath(a), os.path.realpath(b)
-    return nested(a, b) or nested(ra, rb) or nested(a, rb) or nested(ra, b)
+    if nested(a, b) or nested(ra, rb) or nested(a, rb) or nested(ra, b):
+        return True
+    ia = _inode(a)
+    return ia is not None and ia == _inode(b)
 
 
 def _unaffected(step: Step, left: list[Step]) -> bool:
@@ -126,7 +140,7 @@ def apply(
                 continue
         left.append(step)
 
-    names = {s.task for s in left}
+    names = {s.task for s in left} | {s.reported_by for s in left if s.reported_by}
     notified_handlers = [h for h in plan.handlers() if notified & set(h.listen)]
     forced: list[Step] = []
     if not left:
@@ -212,19 +226,28 @@ def execute(
     config.check_modules(config.modules_of(plan.playbook))
     private = config.private_dir(work_dir)
     results: list[TaskResult] = []
-    # ansible-runner drops even `changed` from a no_log task's result: what Ansible will change
-    # in a Secret-fed step is known from its probe before the run instead.
-    prober = probe.Prober()
-    hidden = {s.task for s in plan.steps if s.origin.secret and prober.converged(s) is False}
+    # Ansible censors a no_log task's whole result, `changed` too: the task after it reports
+    # whether it changed (build.REPORTED); a failure is still its own event.
+    reported = {s.reported_by: s for s in plan.steps if s.reported_by}
+    secret = {s.task for s in reported.values()}
+    censored: set[str] = set()
 
     def handle(event: dict[str, Any]) -> bool:
         result = to_result(event, plan.origins)
-        if result is not None and result.task in hidden and result.status == "ok":
-            result = replace(result, status="changed")
-        if result is not None and result.task != NOTIFY_TASK:
-            results.append(result)
-            if on_result:
-                on_result(result)
+        if result is None or result.task == NOTIFY_TASK:
+            return False
+        if result.task in reported:
+            step = reported.pop(result.task)
+            if step.task not in censored:
+                return False  # the task failed (reported) or did not run
+            status = _reported_status(result)
+            result = replace(result, task=step.task, status=status, module=step.module)
+        elif result.task in secret and result.status in ("ok", "changed"):
+            censored.add(result.task)
+            return False
+        results.append(result)
+        if on_result:
+            on_result(result)
         # Returning False keeps the event out of the private dir: results may hold file contents.
         return False
 
@@ -301,6 +324,11 @@ def _spill_large_content(playbook: list[dict[str, Any]], where: Path) -> list[di
             tasks.append(task)
         plays.append({**play, "tasks": tasks})
     return plays
+
+
+def _reported_status(report: TaskResult) -> TaskStatus:
+    """A no_log task's status from its reporter's: changed or ok."""
+    return "changed" if report.status == "changed" else "ok"
 
 
 def _startup_error(runner: Any) -> str:

@@ -173,6 +173,14 @@ def _unsafe(value: Any) -> Any:
     return value
 
 
+# The name of the task reporting a no_log task's outcome, the variable it reads.
+REPORTED = "{task} | reported"
+
+
+def _reported_var(task: str) -> str:
+    return "nodemanager_secret_" + hashlib.sha256(task.encode()).hexdigest()[:12]
+
+
 def _topic(path: str) -> str:
     return f"nodemanager changed {path}"
 
@@ -245,8 +253,8 @@ class _Builder:
             task["listen"] = [Unsafe(t) for t in listen]
         if notify:
             task["notify"] = [Unsafe(t) for t in notify]
-        if register:
-            task["register"] = register
+        if register or secret:
+            task["register"] = register or _reported_var(name)
         if when:
             task["when"] = when
         # One failing resource must not stop the others; its failure is still reported.
@@ -295,16 +303,15 @@ class _Builder:
             text = f.content if f.content is not None else self.contents[f.path].text
             values["content"] = REDACTED if secret and not self.show_secrets else text
             step["content"] = None if secret and not self.show_secrets else text
-        tasks = [
-            self.task(
-                r,
-                fill(platforms.skeletons("files")[form], values),
-                kind=FILE_FORMS[form],
-                step=step,
-                secret=secret,
-                notify=notify,
-            )
-        ]
+        main = self.task(
+            r,
+            fill(platforms.skeletons("files")[form], values),
+            kind=FILE_FORMS[form],
+            step=step,
+            secret=secret,
+            notify=notify,
+        )
+        tasks = [main, *([self.reporter(main["name"])] if secret else [])]
         if f.purge:
             keep = sorted(
                 o.key
@@ -323,6 +330,20 @@ class _Builder:
                 )
             )
         return tasks
+
+    def reporter(self, name: str) -> dict[str, Any]:
+        """The task that reports what the no_log task ``name`` did: Ansible censors its whole
+        result in events (`changed` too), not what it registers. Only whether it changed is
+        read, never its content."""
+        var = _reported_var(name)
+        self.steps[name] = replace(self.steps[name], reported_by=REPORTED.format(task=name))
+        self.origins[self.steps[name].reported_by] = self.origins[name]
+        return {
+            "name": Unsafe(self.steps[name].reported_by),
+            "ansible.builtin.debug": {"msg": "what the task before did (no_log hides it)"},
+            "changed_when": f"{var} is changed",
+            "ignore_errors": True,
+        }
 
     def as_user(self, task: dict[str, Any], user: str) -> dict[str, Any]:
         """``task`` run as ``user`` with that user's runtime directory (services[].user)."""
@@ -546,5 +567,5 @@ def build(
     playbook = builder.build(node_name)
     play = playbook[0]
     order = [t["name"] for t in [*play["tasks"], *play.get("handlers", [])]]
-    steps = tuple(builder.steps[name] for name in order)
+    steps = tuple(builder.steps[name] for name in order if name in builder.steps)
     return Plan(playbook, dict(builder.origins), desired, family, dict(builder.errors), steps)

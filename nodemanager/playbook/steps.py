@@ -70,6 +70,9 @@ class Step:
     notify: tuple[str, ...] = ()
     listen: tuple[str, ...] = ()
     conditional: bool = False  # rendered with a `when` (a restart skipped after a start)
+    # A no_log (Secret-fed) task's outcome is censored in Ansible's events, `changed` included:
+    # this task after it reports it (build.REPORTED).
+    reported_by: str = ""
 
 
 # The PATH every execution runs with, under Ansible (the task's `environment:`) and natively

@@ -374,6 +374,74 @@ def _fixed_cases() -> list[Case]:
                 secrets={"R/s": "token=1\n"},
             )
         )
+    c += _secret_through_ansible_cases()
+    return c
+
+
+def _secret_prior(r: Path, prior: str, behind_link: bool) -> None:
+    _write(r / ("real" if behind_link else "s"), prior, 0o600)
+    if behind_link:
+        os.symlink(r / "real", r / "s")
+
+
+def _secret_through_ansible_cases() -> list[Case]:
+    """Secret-fed files left to Ansible (after a symlink) are reported from what Ansible did:
+    an earlier execution changes or fixes the file first, and a subscribed execution runs only
+    when it changed. And a hard link: a chmod through one name is seen through the other."""
+    c: list[Case] = []
+    secret = {"path": "R/s", "template": "{{ s }}", "secretRefs": [{"name": "s"}]}
+    for name, prior, earlier in (
+        ("changed-earlier", "token=1\n", "token=0"),
+        ("fixed-earlier", "token=0\n", "token=1"),
+        ("behind-link", "token=0\n", None),
+    ):
+        write = f'printf "{earlier}\\n" > "$1"'
+        c.append(
+            Case(
+                f"secret-ansible-{name}",
+                [
+                    {
+                        "files": [_link_first()],
+                        "executions": [{"command": "/bin/sh", "args": ["-c", write, "sh", "R/s"]}]
+                        if earlier
+                        else [],
+                    },
+                    {
+                        "files": [secret],
+                        "executions": [
+                            {**_log("R/../log", f"{name}-handler"), "subscribe_files": ["R/s"]}
+                        ],
+                    },
+                ],
+                lambda r, prior=prior, name=name: _secret_prior(r, prior, name == "behind-link"),
+                secrets={"R/s": "token=1\n"},
+                native=False,
+            )
+        )
+
+    def linked(r: Path) -> None:
+        _write(r / "gone", "x\n")
+        _write(r / "a", "x\n", 0o4755)
+        os.link(r / "a", r / "b")
+
+    c.append(
+        Case(
+            "hardlink-mode",
+            [
+                {
+                    # A removal is Ansible's, and its effect is known: a later step on an
+                    # unrelated path is still probed, and R/b is R/a under another name.
+                    "files": [
+                        {"path": "R/gone", "ensure": "absent"},
+                        {"path": "R/a", "mode": "0644"},
+                        {"path": "R/b", "mode": "4755"},
+                    ]
+                }
+            ],
+            linked,
+            native=False,
+        )
+    )
     return c
 
 

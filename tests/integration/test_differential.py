@@ -133,3 +133,20 @@ def test_render_output_under_plain_ansible_playbook(tmp_path):
     )
     assert proc.returncode == 0, proc.stdout[-2000:]
     assert _divergences(state(fast_side), state(plain_side)) == []
+
+
+def test_secret_fed_files_are_reported_as_ansible_did(tmp_path):
+    # Censored (no_log) results carry no `changed`: a subscribed execution runs exactly when
+    # Ansible changed the file, and the report must say the same, in both paths.
+    batch = [c for c in ALL if c.name.startswith("secret-ansible-")]
+    for fast in (True, False):
+        side = tmp_path / str(fast)
+        prepare(batch, side)
+        result = apply(plan_of(batch, side), fast=fast)
+        ran = (side / "log").read_text().split()
+        for case in batch:
+            name = case.name.removeprefix("secret-ansible-")
+            path = f"file:{side}/{case.name}/s"
+            (status,) = [r.status for r in result.results if r.resource == path]
+            assert (status == "changed") == (f"{name}-handler" in ran), (case.name, fast)
+        assert sorted(ran) == ["behind-link-handler", "changed-earlier-handler"]

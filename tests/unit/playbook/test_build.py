@@ -214,6 +214,14 @@ def test_secret_fed_content_is_private_and_redacted_on_request():
     assert "CANARY-123" not in to_yaml(
         plan_for(spec, contents=contents, show_secrets=False).playbook
     )
+    # The next task reports whether it changed (Ansible censors no_log results, `changed` too);
+    # it reads only that.
+    plan = plan_for(spec, contents=contents)
+    report = tasks(plan)[1]
+    assert report["name"] == f"{shown['name']} | reported" == plan.steps[0].reported_by
+    assert report["changed_when"] == f"{shown['register']} is changed"
+    assert "CANARY-123" not in str(report) and "no_log" not in report
+    assert [s.task for s in plan.tasks()] == [shown["name"]]
 
 
 def test_content_that_looks_like_tasks_stays_content():
