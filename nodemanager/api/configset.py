@@ -154,6 +154,9 @@ class ConfigSet:
         if kind not in (None, KIND):
             errors.append(FieldError("kind", f"must be {KIND}, not {kind!r}"))
         spec = root.child("spec")
+        # The controller's fields (staged rollouts): valid in a file read in local mode too, so
+        # an object exported from the cluster renders and applies as it is.
+        spec.allow("rollout", "paused")
         configset = cls(
             name=name,
             namespace=meta.string("namespace") or "",
@@ -245,8 +248,9 @@ def _file(r: Reader) -> File:
 def _mode(r: Reader) -> str | None:
     # An unquoted YAML 644 is a decimal number, not a mode: require the string, as the CRD does.
     mode = r.string("mode", pattern=MODE, hint='an octal string such as "0644"', numbers=False)
-    # Normalise to four digits so "644" and "0644" are one declaration when merging.
-    return mode.rjust(4, "0") if mode and MODE.match(mode) else mode
+    # One spelling per mode, four digits, so "644" and "0644", "1777" and "01777" are one
+    # declaration when merging.
+    return f"{int(mode, 8):04o}" if mode and MODE.match(mode) else mode
 
 
 def _service(r: Reader) -> Service:

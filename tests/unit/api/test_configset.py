@@ -111,6 +111,16 @@ def test_mode_is_normalised_to_four_digits():
     assert cs.files[0].mode == "0644"
 
 
+def test_one_mode_one_spelling():
+    # "1777" and "01777" (and "644", "0644") are one mode: two ConfigSets spelling it
+    # differently do not conflict (tests/unit/desired/test_merge.py).
+    modes = {"644": "0644", "0644": "0644", "1777": "1777", "01777": "1777", "0755": "0755"}
+    for given, normal in modes.items():
+        spec = {"files": [{"path": "/x", "mode": given}]}
+        parsed = ConfigSet.from_dict({"metadata": {"name": "m"}, "spec": spec})
+        assert parsed.files[0].mode == normal
+
+
 def test_selector_and_weight():
     cs = ConfigSet.from_dict(
         {

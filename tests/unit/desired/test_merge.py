@@ -56,3 +56,11 @@ def test_resource_ids_are_typed_and_keep_their_text_form():
     rid = ResourceId.of("file", "/etc/a:b")
     assert rid == "file:/etc/a:b" and (rid.kind, rid.key) == ("file", "/etc/a:b")
     assert {rid: 1}["file:/etc/a:b"] == 1
+
+
+def test_modes_spelled_differently_do_not_conflict():
+    a = cs("a", files=[{"path": "/tmp/x", "ensure": "directory", "mode": "1777"}])
+    b = cs("b", files=[{"path": "/tmp/x", "ensure": "directory", "mode": "01777"}])
+    d = merge([a, b])
+    assert not d.conflicts
+    assert [(r.id, r.configsets) for r in d.resources] == [("file:/tmp/x", ("a", "b"))]
