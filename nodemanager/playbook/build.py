@@ -122,8 +122,17 @@ FILE_FORMS: dict[str, StepKind] = {
     "purge": "purge",
 }
 
-# Values the renderer chooses itself (module state words); everything else came from a ConfigSet.
-TRUSTED = frozenset({"state"})
+# Values the renderer chooses itself (module state words, the file guard); everything else
+# came from a ConfigSet.
+TRUSTED = frozenset({"state", "guard"})
+# A file's path, failing with this message when a directory is there (playbook_templates/
+# files.yaml): `is directory` follows symlinks, as copy and touch do; the local connection
+# makes the controller's test the host's.
+FILE_GUARD = (
+    "{{ nodemanager_path if nodemanager_path is not directory else nodemanager_no_path"
+    " | ansible.builtin.mandatory(nodemanager_path ~ ' is a directory: ensure: file cannot"
+    " make it a file') }}"
+)
 
 
 # Strings longer than this go into a resource digest as their own SHA-256.
@@ -286,6 +295,7 @@ class _Builder:
         secret = f.uses_secrets or bool(self.contents.get(f.path) and self.contents[f.path].secret)
         values: dict[str, Any] = {
             "path": f.path,
+            "guard": FILE_GUARD,
             "owner": f.owner,
             "group": f.group,
             "target": f.target,

@@ -33,6 +33,7 @@ class Case:
     setup: Setup = lambda root: None
     secrets: dict[str, str] = field(default_factory=dict)  # path (with R) -> Secret-fed text
     native: bool = True  # whether the fast path should do it all (batched first)
+    drifts: bool = False  # an execution of it undoes a file of it on every run
 
 
 def _sub(value: Any, root: str) -> Any:
@@ -375,7 +376,32 @@ def _fixed_cases() -> list[Case]:
             )
         )
     c += _secret_through_ansible_cases()
+    c += _directory_in_the_way_cases()
     return c
+
+
+def _directory_in_the_way_cases() -> list[Case]:
+    """`ensure: file` (with or without content) where a directory, or a symlink to one, is:
+    fails saying so, and leaves the directory as it was (no mode change, nothing inside)."""
+
+    def setup(r: Path) -> None:
+        _mkdir(r / "d", 0o700)
+        os.symlink(r / "d", r / "l")
+
+    return [
+        Case(
+            f"dir-in-the-way-{name}",
+            [{"files": [{"path": f"R/{at}", "mode": "0644", **extra}]}],
+            setup,
+            native=False,
+        )
+        for name, at, extra in (
+            ("touch", "d", {}),
+            ("touch-link", "l", {}),
+            ("content", "d", {"content": "x\n"}),
+            ("content-link", "l", {"content": "x\n"}),
+        )
+    ]
 
 
 def _secret_prior(r: Path, prior: str, behind_link: bool) -> None:
@@ -416,6 +442,7 @@ def _secret_through_ansible_cases() -> list[Case]:
                 lambda r, prior=prior, name=name: _secret_prior(r, prior, name == "behind-link"),
                 secrets={"R/s": "token=1\n"},
                 native=False,
+                drifts=name == "changed-earlier",
             )
         )
 
@@ -430,10 +457,11 @@ def _secret_through_ansible_cases() -> list[Case]:
             [
                 {
                     # A removal is Ansible's, and its effect is known: a later step on an
-                    # unrelated path is still probed, and R/b is R/a under another name.
+                    # unrelated path is still probed, and R/b is R/a under another name. A's
+                    # chown clears the setuid bit B declares.
                     "files": [
                         {"path": "R/gone", "ensure": "absent"},
-                        {"path": "R/a", "mode": "0644"},
+                        {"path": "R/a", "owner": "daemon"},
                         {"path": "R/b", "mode": "4755"},
                     ]
                 }
@@ -546,6 +574,7 @@ def _exec_cases() -> list[Case]:
                 {"files": [{"path": "R/f", "content": "declared\n"}]},
             ],
             lambda r: _write(r / "f", "declared\n"),
+            drifts=True,
         )
     )
     # PATH and $VAR: the same world on both paths.

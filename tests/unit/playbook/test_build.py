@@ -6,8 +6,8 @@ import yaml
 from nodemanager.api import ConfigSet
 from nodemanager.desired.merge import merge
 from nodemanager.desired.templates import Rendered
-from nodemanager.playbook.build import REDACTED, build
-from nodemanager.playbook.dump import to_yaml
+from nodemanager.playbook.build import FILE_GUARD, REDACTED, build
+from nodemanager.playbook.dump import Unsafe, to_yaml
 from nodemanager.playbook.errors import UnsupportedPlatform
 from nodemanager.playbook.platforms import family
 from nodemanager.playbook.steps import EXEC_PATH, exec_argv
@@ -92,12 +92,16 @@ def test_file_forms():
     }
     assert t[1]["nodemanager.core.purge"] == {"path": "/d", "keep": ["/d/empty", "/d/f", "/d/l"]}
     assert t[2]["ansible.builtin.copy"] == {
-        "dest": "/d/f",
+        "dest": FILE_GUARD,
         "content": "x\n",
         "mode": "0600",
         "force": False,
     }
     assert t[3]["ansible.builtin.file"]["state"] == "touch"
+    # A file's path reaches the module through the directory guard, as an untemplated variable.
+    assert t[3]["ansible.builtin.file"]["path"] == FILE_GUARD
+    assert [t[i]["vars"] for i in (2, 3)] == [{"nodemanager_path": p} for p in ("/d/f", "/d/empty")]
+    assert all(isinstance(t[i]["vars"]["nodemanager_path"], Unsafe) for i in (2, 3))
     assert t[4]["ansible.builtin.file"] == {
         "path": "/d/l",
         "src": "/d/f",
