@@ -110,8 +110,8 @@ class TokenRenewer:
 
     def due_in(self) -> float | None:
         token = tokens.token_of(self.kubeconfig)
-        if not token:
-            return None  # client certificates or exec plugins renew themselves
+        if not token or token.count(".") != 2:
+            return None  # client certificates, exec plugins, static tokens: not ours to renew
         c = tokens.claims(token)
         if "exp" not in c or "iat" not in c:
             return None

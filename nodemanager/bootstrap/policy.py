@@ -282,3 +282,68 @@ def admission_policies() -> list[dict[str, Any]]:
         *tokens_policy(),
         *nodes_policy(),
     ]
+
+
+KEEP_LABEL = "nodemanager.io/keep"
+
+
+def namespace_guard(namespace: str, hostname: str) -> list[dict[str, Any]]:
+    """One node's guard of its Namespace: DELETE of the Namespace ``namespace`` is refused
+    while it carries ``KEEP_LABEL`` and any node's guard exists.
+
+    Each node's `rbac` output holds the Namespace (so that it applies on a fresh cluster) and
+    this guard, after the Namespace: `kubectl delete -f` of that output asks to delete the
+    Namespace first, while every guard (its own too) still stands, and is refused; then it
+    deletes this node's guard and objects. A shared guard could not do it: the first delete
+    would remove it for everyone, and policies cannot guard policies (the API server exempts
+    admission objects from admission). Removing the label lets an administrator delete it."""
+    name = f"nodemanager-guard-{namespace}-{hostname}"
+    labels = {"app.kubernetes.io/name": "nodemanager"}
+    return [
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name, "labels": labels},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {
+                    "matchPolicy": "Equivalent",
+                    "namespaceSelector": {},
+                    "objectSelector": {},
+                    "resourceRules": [
+                        {
+                            "apiGroups": [""],
+                            "apiVersions": ["v1"],
+                            "operations": ["DELETE"],
+                            "resources": ["namespaces"],
+                            "resourceNames": [namespace],
+                            "scope": "*",
+                        }
+                    ],
+                },
+                "validations": [
+                    {
+                        "expression": f"!has(oldObject.metadata.labels) || "
+                        f"!('{KEEP_LABEL}' in oldObject.metadata.labels)",
+                        "message": f"namespace {namespace} holds nodemanager's nodes and is kept "
+                        "when one node's `rbac` output is deleted; to delete it: "
+                        f"kubectl label namespace {namespace} {KEEP_LABEL}-",
+                    }
+                ],
+            },
+        },
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": name, "labels": labels},
+            "spec": {
+                "policyName": name,
+                "validationActions": ["Deny"],
+                "matchResources": {
+                    "matchPolicy": "Equivalent",
+                    "namespaceSelector": {},
+                    "objectSelector": {},
+                },
+            },
+        },
+    ]

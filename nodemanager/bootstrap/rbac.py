@@ -1,9 +1,10 @@
 """RBAC for one node, least privilege, printed for the administrator's pipeline to apply.
 
-Two outputs, so that deleting one node never deletes the others: ``manifests(host)`` holds only
-that node's objects (its ServiceAccount, Roles and RoleBindings), safe to pipe into
-``kubectl delete``; ``shared_manifests()`` holds what every node shares (the Namespace and the
-admission policies of bootstrap/policy.py), applied once.
+Two outputs, so that deleting one node never deletes the others: ``manifests(host)`` holds
+that node's objects (its ServiceAccount, Roles and RoleBindings) after the Namespace and the
+node's guard of it (bootstrap/policy.py ``namespace_guard``), so it applies on a fresh cluster
+and ``kubectl delete -f`` of it keeps the Namespace; ``shared_manifests()`` holds what every node
+shares (the Namespace and the admission policies of bootstrap/policy.py), applied once.
 
 The node's account reads ConfigSets and ManagedNodes of its namespace, creates and updates only
 its own ManagedNode and Lease, records Events and renews its own token. RBAC cannot see fields,
@@ -29,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodemanager.bootstrap.policy import GROUP, admission_policies
+from nodemanager.bootstrap.policy import GROUP, KEEP_LABEL, admission_policies, namespace_guard
 
 LABELS = {"app.kubernetes.io/name": "nodemanager"}
 
@@ -131,6 +132,15 @@ def approved_node(hostname: str, namespace: str, node_labels: Mapping[str, str])
     }
 
 
+def namespace_object(namespace: str) -> dict[str, Any]:
+    """The same document in both outputs: kubectl apply would drop a label one of them lacks."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": namespace, "labels": {**LABELS, KEEP_LABEL: "true"}},
+    }
+
+
 def manifests(
     hostname: str,
     namespace: str = "nodemanager",
@@ -138,7 +148,7 @@ def manifests(
     lease_groups: Sequence[str] = (),
     drain: bool = False,
 ) -> list[dict[str, Any]]:
-    """The objects of one node only, in apply order (the namespace must exist); with
+    """The Namespace, its guard by this node, and the objects of this node, in apply order; with
     ``node_labels``, also its ManagedNode with those labels approved (CRDs installed first);
     with ``drain``, the ClusterRole to cordon and drain its Kubernetes Node."""
     sa = service_account(hostname)
@@ -148,6 +158,8 @@ def manifests(
             f"nodemanager-drain-{namespace}-{hostname}", drain_rules(hostname), sa, namespace
         )
     return [
+        namespace_object(namespace),
+        *namespace_guard(namespace, hostname),
         {
             "apiVersion": "v1",
             "kind": "ServiceAccount",
@@ -176,6 +188,6 @@ def manifests(
 def shared_manifests(namespace: str = "nodemanager") -> list[dict[str, Any]]:
     """What every node shares: its Namespace and the admission policies (cluster-wide)."""
     return [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+        namespace_object(namespace),
         *admission_policies(),
     ]

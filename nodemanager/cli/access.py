@@ -26,7 +26,9 @@ def _default_node_kubeconfig() -> str:
 
 
 @click.command()
-@click.option("--hostname", help="Print the objects of this node only.")
+@click.option(
+    "--hostname", help="Print this node's objects, after the Namespace and its guard of it."
+)
 @click.option(
     "--shared",
     is_flag=True,
@@ -61,24 +63,29 @@ def rbac(
 ) -> None:
     """Print RBAC objects to apply yourself: `--shared` once, then `--hostname H` per node.
 
-    The per-node output holds only that node's objects, so piping it to `kubectl delete -f -`
-    removes that node and nothing else. It grants no Secret or ConfigMap: the fleet controller
-    (`nodemanager controller`, deploy/controller.yaml) grants each node exactly those its
+    The per-node output applies on a fresh cluster: it starts with the Namespace and the node's
+    guard of it (a ValidatingAdmissionPolicy refusing to delete the Namespace), so piping it
+    to `kubectl delete -f -` removes that node and keeps the Namespace (kubectl reports the
+    refusal). The admission policies that isolate nodes are in `--shared` only: kubectl could
+    not be kept from deleting them with one node. It grants no Secret or ConfigMap: the fleet
+    controller (`nodemanager controller`, deploy/controller.yaml) grants each node exactly those its
     ConfigSets reference, so ConfigSets with secretRefs or configMapRefs need it running."""
     from nodemanager.bootstrap.rbac import manifests, shared_manifests
 
     groups = [g.strip() for g in lease_groups.split(",") if g.strip()]
     if not hostname and not shared:
         raise click.UsageError("give --hostname H (one node's objects) and/or --shared")
-    docs = (shared_manifests(namespace) if shared else []) + (
-        manifests(hostname, namespace, labels(node_labels), groups, drain) if hostname else []
-    )
+    host = manifests(hostname, namespace, labels(node_labels), groups, drain) if hostname else []
+    # Both outputs start with the same Namespace document: print it once.
+    docs = [*shared_manifests(namespace), *host[1:]] if shared else host
     if hostname and output_format != "json":
         click.echo(SECRETS_NOTE)
     emit(docs, output_format)
 
 
 SECRETS_NOTE = """\
+# Apply `nodemanager rbac --shared` once too: the admission policies that keep each node to its
+# own objects are there (this output holds the Namespace, guarded against `kubectl delete -f`).
 # No Secret or ConfigMap is granted here. The fleet controller (nodemanager controller,
 # deploy/controller.yaml) keeps the Role nodemanager-refs-<node> naming exactly those the node's
 # ConfigSets reference: run it when ConfigSets use secretRefs or configMapRefs."""

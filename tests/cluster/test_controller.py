@@ -390,6 +390,8 @@ def test_staged_rollout_one_node_at_a_time_failure_undo_pause_resume(
     s = rollout_status(api, fleet_ns, name)
     assert s["updated"] == 0 and s["unavailable"] == 0, s
     assert cond(get(api, fleet_ns, "configsets", name), "Paused")["reason"] == "Paused"
+    paused = nm(kubeconfig, fleet_ns, "status", f"configset/{name}")  # never 0 while unfinished
+    assert paused.returncode == 3 and "is paused" in paused.stdout, paused
     assert nm(kubeconfig, fleet_ns, "resume", f"configset/{name}").returncode == 0
     done = nm(kubeconfig, fleet_ns, "status", f"configset/{name}", "--timeout", "120s")
     assert done.returncode == 0 and "successfully rolled out" in done.stdout, done

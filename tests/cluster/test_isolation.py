@@ -454,10 +454,19 @@ def test_6_deleting_one_node_deletes_only_that_node(cluster, kubeconfig, tmp_pat
     ns = cluster.ns
     d_path = credential(kubeconfig, ns, "d", tmp_path)
     text = nm("rbac", "--hostname", "d", "--namespace", ns).stdout
-    kinds = {d["kind"] for d in yaml.safe_load_all(text)}
-    assert kinds == {"ServiceAccount", "Role", "RoleBinding"}
+    docs = [d for d in yaml.safe_load_all(text) if d]
+    shared = {d["metadata"]["name"] for d in yaml.safe_load_all(nm("rbac", "--shared").stdout)}
+    # The Namespace (with d's own guard of it) and d's objects; no shared policy
+    assert [d["kind"] for d in docs[:3]] == [
+        "Namespace",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    ]
+    assert {d["kind"] for d in docs[3:]} == {"ServiceAccount", "Role", "RoleBinding"}
+    assert not shared & {d["metadata"]["name"] for d in docs[1:]}
     deleted = kubectl(kubeconfig, "delete", text)
-    assert deleted.returncode == 0, deleted.stderr
+    # kubectl says the Namespace is kept (its one error); everything of d is deleted
+    assert deleted.returncode == 1 and "nodemanager.io/keep-" in deleted.stderr, deleted.stderr
     eventually(lambda: not works(d_path, ns), timeout=30, message="d's credential is gone")
     client.CoreV1Api(cluster.admin).read_namespace(ns)  # the Namespace stays
     assert works(cluster.a_path, ns) and works(cluster.b_path, ns)  # and so do the others

@@ -8,8 +8,15 @@ from nodemanager.bootstrap.credentials import MAX_TTL_SECONDS, check_ttl
 from nodemanager.bootstrap.rbac import manifests, shared_manifests
 
 
-def test_per_node_output_holds_only_per_node_objects():
-    docs = manifests("b", "ns")
+def test_per_node_output_holds_the_guarded_namespace_then_per_node_objects():
+    """The Namespace first (kubectl applies and deletes in order), then this node's guard of it,
+    then its objects: nothing another node needs but the Namespace, which the guard keeps."""
+    namespace, policy, binding, *docs = manifests("b", "ns")
+    assert namespace == shared_manifests("ns")[0]  # the same document: no label fights
+    assert namespace["metadata"]["labels"]["nodemanager.io/keep"] == "true"
+    assert policy["metadata"]["name"] == binding["metadata"]["name"] == "nodemanager-guard-ns-b"
+    [rule] = policy["spec"]["matchConstraints"]["resourceRules"]
+    assert rule["operations"] == ["DELETE"] and rule["resourceNames"] == ["ns"]
     assert {d["kind"] for d in docs} == {"ServiceAccount", "Role", "RoleBinding"}
     assert all(d["metadata"]["namespace"] == "ns" and "b" in d["metadata"]["name"] for d in docs)
 
@@ -43,5 +50,7 @@ def test_rbac_output_says_the_controller_is_needed_for_references():
     from nodemanager.cli import main
 
     out = CliRunner().invoke(main, ["rbac", "--hostname", "b"]).output
-    assert out.startswith("# No Secret or ConfigMap is granted here.")
+    header = out.split("apiVersion")[0]
+    assert "# No Secret or ConfigMap is granted here." in header
+    assert "nodemanager rbac --shared" in header  # the policies are not in this output
     assert "nodemanager controller" in out.split("apiVersion")[0]

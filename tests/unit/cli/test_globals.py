@@ -21,7 +21,11 @@ def invoke(args, env=None):
 
 
 def namespaces(text: str) -> set[str]:
-    return {d["metadata"].get("namespace") for d in yaml.safe_load_all(text) if d}
+    """The namespaces the output names: its objects' and the Namespace object's own."""
+    docs = [d for d in yaml.safe_load_all(text) if d]
+    return {d["metadata"].get("namespace") for d in docs if "namespace" in d["metadata"]} | {
+        d["metadata"]["name"] for d in docs if d["kind"] == "Namespace"
+    }
 
 
 @pytest.mark.parametrize(
