@@ -140,3 +140,41 @@ def test_unsupported_os_still_renders_files_and_executions(tmp_path):
     result = CliRunner().invoke(main, ["render", "-f", str(cs), "--os", "opensuse-leap"])
     assert result.exit_code == 0, result.output
     assert "ansible.builtin.copy" in result.output and "/bin/true" in result.output
+
+
+def test_render_of_a_managednode_says_what_it_is(tmp_path):
+    node = tmp_path / "node.yaml"
+    node.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "common.nodemanager/v1",
+                "kind": "ManagedNode",
+                "metadata": {"name": "host1"},
+                "spec": {"domain": "example.com"},
+            }
+        )
+    )
+    result = CliRunner().invoke(main, ["render", "-f", str(node)])
+    assert result.exit_code == 0, result.output
+    assert "ManagedNode host1: not a ConfigSet" in result.stderr
+    assert "invalid" not in result.stderr
+
+
+def test_render_writes_nothing_when_it_fails(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "common.nodemanager/v1",
+                "kind": "ConfigSet",
+                "metadata": {"name": "bad"},
+                "spec": {"files": [{"path": "/tmp/x", "mode": "zz"}]},
+            }
+        )
+    )
+    out = tmp_path / "playbook.yaml"
+    to_file = CliRunner().invoke(main, ["render", "-f", str(bad), "--out", str(out)])
+    assert to_file.exit_code == 1 and not out.exists()
+    to_stdout = CliRunner().invoke(main, ["render", "-f", str(bad)])
+    assert to_stdout.exit_code == 1 and to_stdout.stdout == ""
+    assert "no playbook written" in to_stdout.stderr

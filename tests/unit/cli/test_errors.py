@@ -145,6 +145,20 @@ def test_commands_without_the_api_do_not_read_the_kubeconfig(case, configs, tmp_
     assert rbac.exit_code == 0 and "kind: ServiceAccount" in rbac.stdout
     render = invoke(["render", "-f", str(EXAMPLES / "demo.yaml"), "--os", "debian"], env)
     assert render.exit_code == 0 and "hosts: localhost" in render.stdout
+    node = tmp_path / "node.yaml"
+    node.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "common.nodemanager/v1",
+                "kind": "ManagedNode",
+                "metadata": {"name": "h"},
+            }
+        )
+    )
+    apply = invoke(["apply", "--check", "-f", str(node)], env)
+    assert apply.exit_code == 0, apply.output
+    # and a ManagedNode given to -f is named as such, not reported as an invalid ConfigSet
+    assert f"note: skipped {node} (document 1): ManagedNode h: not a ConfigSet" in apply.stderr
 
 
 def test_token_renewer_thread_logs_one_line_for_a_broken_kubeconfig(configs, caplog):
