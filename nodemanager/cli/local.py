@@ -43,6 +43,15 @@ def _local_plan(
         click.echo("note: no ConfigSet in the files given", err=True)
     elif not local.desired.configsets and not local.load_errors:
         click.echo(f"note: no ConfigSet matches this node's labels {dict(node.labels)}", err=True)
+        from nodemanager.desired.select import explain, missing_values, selector_only
+
+        for raw in local.loaded.snapshot.configsets:
+            configset = selector_only(raw)
+            why = configset and explain(
+                missing_values(configset, [node.labels]), "this node's labels"
+            )
+            if configset and why:
+                click.echo(f"note: ConfigSet {configset.name}: {why}", err=True)
     return local
 
 

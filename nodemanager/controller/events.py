@@ -76,6 +76,11 @@ def transitions(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Not
         )
     elif _status(old, "Degraded") == "True" and _status(new, "Degraded") == "False":
         notes.append(Note("Recovered", "no matched node reports a failure", key=revision))
+    matched = new.get("Matched") or {}
+    if matched.get("reason") == "LabelNotCarried" and (old.get("Matched") or {}).get(
+        "message"
+    ) != matched.get("message"):
+        notes.append(Note("LabelNotCarried", str(matched.get("message") or ""), warning=True))
     paused = new.get("Paused") or {}
     if _status(new, "Paused") == "True" and _status(old, "Paused") != "True":
         if paused.get("reason") == "RolloutFailed":

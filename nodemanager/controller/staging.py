@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodemanager.controller import events, rollout
-from nodemanager.controller.summary import Counts, NodeView, selector_only
-from nodemanager.desired.select import matches
+from nodemanager.controller.summary import Counts, NodeView
+from nodemanager.desired.select import matches, selector_only
 from nodemanager.kube.errors import KubeError
 from nodemanager.kube.fleet import FleetClient
 

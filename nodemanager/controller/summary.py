@@ -13,9 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nodemanager.api import ConfigSet, InvalidObject
 from nodemanager.controller.conditions import by_type, condition
-from nodemanager.desired.select import matches
+from nodemanager.desired.select import explain, matches, missing_values, selector_only
 
 FAILED_NAMES_LIMIT = 10
 
@@ -35,20 +34,6 @@ class NodeView:
             e["name"]: e for e in (raw.get("status") or {}).get("configsets") or [] if "name" in e
         }
         return cls(meta.get("name", ""), meta.get("labels") or {}, entries)
-
-
-def selector_only(raw: Mapping[str, Any]) -> ConfigSet | None:
-    """The ConfigSet parsed for selection only, so an invalid spec elsewhere still selects
-    (its nodes report it as InvalidSpec, and those reports must be counted)."""
-    spec = raw.get("spec") or {}
-    try:
-        return ConfigSet.from_dict(
-            {"metadata": raw.get("metadata") or {}, "spec": {"selector": spec["selector"]}}
-            if spec.get("selector") is not None
-            else {"metadata": raw.get("metadata") or {}}
-        )
-    except InvalidObject:
-        return None
 
 
 @dataclass(frozen=True)
@@ -103,6 +88,7 @@ def configset_status(
     generation = int(meta.get("generation") or 0)
     previous = by_type((raw.get("status") or {}).get("conditions"))
     c = counts or count(raw, nodes)
+    selector = selector_only(raw)
     paused = bool(spec.get("paused")) or bool(halted)
     failed_names = c.failed[:FAILED_NAMES_LIMIT]
     more = (
@@ -125,7 +111,19 @@ def configset_status(
             "AllNodesReported",
             f"{len(c.updated)} of {len(c.matched)} nodes updated",
         )
+    missing = (
+        [] if c.matched or selector is None else missing_values(selector, [n.labels for n in nodes])
+    )
     conditions = [
+        condition(
+            previous,
+            "Matched",
+            bool(c.matched),
+            "NodesMatched" if c.matched else ("LabelNotCarried" if missing else "NoNodeMatches"),
+            explain(missing) if missing else f"{len(c.matched)} nodes match",
+            generation,
+            now,
+        ),
         condition(
             previous, "Progressing", progressing[0], progressing[1], progressing[2], generation, now
         ),

@@ -124,3 +124,20 @@ def test_misspelt_kind_in_a_file_is_an_error_not_skipped(tmp_path):
     path.write_text(yaml.safe_dump({**BASE, "kind": "Configset"}))
     local = plan_files([str(path)], NodeIdentity("n", {}, "debian"))
     assert local.desired.configsets == () and "kind: must be ConfigSet" in local.load_errors[0]
+
+
+def test_render_of_upstreams_example_on_an_arch_host_selects_it_and_elsewhere_says_why():
+    """docs/api/configset.md selects on ``kubernetes.io/os: arch`` (upstream's os-release ID)."""
+    from click.testing import CliRunner
+
+    from nodemanager.cli import main
+
+    fixture = str(UPSTREAM / "clock-linux.yaml")
+    arch = CliRunner().invoke(main, ["render", "-f", fixture, "--os", "arch"])
+    assert arch.exit_code == 0 and "chrony" in arch.stdout
+    debian = CliRunner().invoke(main, ["render", "-f", fixture, "--os", "debian"])
+    assert "chrony" not in debian.stdout
+    assert (
+        "note: ConfigSet clock-linux: label kubernetes.io/os=arch: not carried "
+        "(this node's labels carry: debian, linux)" in debian.stderr
+    )

@@ -59,3 +59,46 @@ def test_order_is_weight_then_name():
         NODE,
     )
     assert [c.name for c in chosen] == ["z", "a", "b"]
+
+
+# Upstream nodemanager's label values (pkg/common/labels/labels.go: os-release ID, uname machine).
+KUBE_NODE = {
+    "kubernetes.io/os": "linux",
+    "kubernetes.io/arch": "amd64",
+    "nodemanager.io/os": "arch",
+}
+
+
+def test_upstream_os_and_arch_values_still_select():
+    from nodemanager.desired.select import carried
+
+    assert carried(KUBE_NODE, "kubernetes.io/os") == {"linux", "arch"}
+    assert matches(cs("a", {"kubernetes.io/os": "arch"}), KUBE_NODE)
+    assert matches(cs("a", {"kubernetes.io/os": "linux"}), KUBE_NODE)
+    assert matches(cs("a", {"kubernetes.io/arch": "x86_64"}), KUBE_NODE)
+    assert not matches(cs("a", {"kubernetes.io/arch": "aarch64"}), KUBE_NODE)
+    assert not matches(cs("a", {"kubernetes.io/os": "debian"}), KUBE_NODE)
+    sel = {
+        "matchExpressions": [{"key": "kubernetes.io/os", "operator": "NotIn", "values": ["arch"]}]
+    }
+    assert not matches(cs("a", selector=sel), KUBE_NODE)
+    sel = {"matchExpressions": [{"key": "kubernetes.io/os", "operator": "In", "values": ["arch"]}]}
+    assert matches(cs("a", selector=sel), KUBE_NODE)
+
+
+def test_a_node_labelled_by_upstream_matches_as_before():
+    upstream = {"kubernetes.io/os": "arch", "kubernetes.io/arch": "x86_64"}
+    assert matches(cs("a", {"kubernetes.io/os": "arch", "kubernetes.io/arch": "x86_64"}), upstream)
+    assert not matches(cs("a", {"kubernetes.io/os": "linux"}), upstream)
+
+
+def test_missing_values_names_the_label_and_what_nodes_carry():
+    from nodemanager.desired.select import explain, missing_values
+
+    wanted = cs("a", {"kubernetes.io/os": "ubuntu", "kubernetes.io/arch": "amd64"})
+    missing = missing_values(wanted, [KUBE_NODE])
+    assert missing == [("kubernetes.io/os", ("ubuntu",), ["arch", "linux"])]
+    assert explain(missing) == (
+        "label kubernetes.io/os=ubuntu: not carried (nodes carry: arch, linux)"
+    )
+    assert missing_values(cs("b", {"kubernetes.io/os": "arch"}), [KUBE_NODE]) == []
