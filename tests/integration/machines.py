@@ -17,6 +17,7 @@ a host: `nsenter` into its namespaces, then `nodemanager apply` with the local c
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import signal
@@ -69,6 +70,15 @@ def cached_root(init: str) -> Path:
                 f"{tool} not found: `make deps` installs debootstrap and systemd-container"
             )
     CACHE.mkdir(parents=True, exist_ok=True)
+    # Suites run side by side (tests/parallel.py): one builds, the others wait and reuse it.
+    with (CACHE / f".{root.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (root / "etc" / "os-release").exists():
+            _build_root(root, packages, finish)
+    return root
+
+
+def _build_root(root: Path, packages: str, finish: Callable[[Path], None] | None) -> None:
     staging = Path(tempfile.mkdtemp(prefix=f".{root.name}-", dir=CACHE))
     try:
         proc = subprocess.run(
@@ -91,7 +101,6 @@ def cached_root(init: str) -> Path:
         staging.rename(root)  # atomic: a half-built root is never taken for a cached one
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return root
 
 
 # Run by `sh` in fresh namespaces: overlay root, bind mounts, pivot_root, then OpenRC as PID 1.
