@@ -55,6 +55,18 @@ def headers(path: str) -> tuple[str, str]:
     return f"before: {path}", f"after: {path}"
 
 
+def _printable(text: Any) -> Any:
+    """Ansible's text of a file that is not UTF-8 keeps the bytes as lone surrogates, which no
+    terminal can print: shown as U+FFFD instead, as the fast path decodes the same bytes."""
+    if not isinstance(text, str):
+        return text
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raw = text.encode("utf-8", "surrogatepass")
+    return raw.decode("utf-8", "replace")
+
+
 def _diff(res: Mapping[str, Any], resource: str) -> str:
     diffs = res.get("diff") or []
     if isinstance(diffs, dict):
@@ -63,7 +75,7 @@ def _diff(res: Mapping[str, Any], resource: str) -> str:
     for d in diffs:
         if d.get("src_larger") or d.get("dst_larger") or d.get("src_binary") or d.get("dst_binary"):
             continue  # Ansible left the content out: there is no diff to show
-        before, after = d.get("before", ""), d.get("after", "")
+        before, after = _printable(d.get("before", "")), _printable(d.get("after", ""))
         if isinstance(before, str) and isinstance(after, str) and before != after:
             old, new = (
                 headers(resource.partition(":")[2])

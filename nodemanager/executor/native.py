@@ -29,6 +29,8 @@ from nodemanager.procutil import die_with_parent
 
 # Ansible's copy leaves the diff out when either side is larger than this (DIFF max size).
 MAX_DIFF = 104448
+# How much of an existing file Ansible's diff peek reads to tell binary from text.
+PEEK = 8192
 
 
 def _result(step: Step, status: TaskStatus, diff: str = "", message: str = "") -> TaskResult:
@@ -77,7 +79,9 @@ def _write(step: Step, check: bool, want_diff: bool) -> TaskResult:
     small = st is None or st.st_size <= MAX_DIFF
     if want_diff and not same and small and attrs.encoded_size(step.content) <= MAX_DIFF:
         old = path.read_bytes() if st is not None else b""
-        if b"\0" not in old and "\0" not in step.content:  # binary: Ansible shows none
+        # Binary as Ansible judges it: a NUL in the old file's first 8 KiB (its peek), or
+        # anywhere in the new content; then it shows no diff.
+        if b"\0" not in old[:PEEK] and "\0" not in step.content:
             diff = diff_text(step.path, old.decode(errors="replace"), step.content)
     if check:
         changed = not same or st is None or not attrs.matches(st, step)

@@ -13,6 +13,7 @@ from typing import Any
 from nodemanager.executor import child, config, native, probe
 from nodemanager.executor.errors import ExecutorError
 from nodemanager.executor.events import TaskResult, TaskStatus, to_result
+from nodemanager.executor.order import InOrder
 from nodemanager.playbook.build import Plan
 from nodemanager.playbook.dump import Unsafe, to_yaml
 from nodemanager.playbook.steps import FILE_KINDS, Step
@@ -110,13 +111,8 @@ def apply(
         if before_change and not check:
             before_change(_resources(plan, set()))
         return execute(plan, check=check, diff=diff, on_result=on_result, **kwargs)
-    local: list[TaskResult] = []
-
-    def report(result: TaskResult) -> None:
-        local.append(result)
-        if on_result:
-            on_result(result)
-
+    reports = InOrder(plan.tasks(), on_result)
+    report = reports.native
     prober = probe.Prober()
     if before_change and not check:
         before_change(
@@ -139,6 +135,7 @@ def apply(
                     prober.forget()  # it may have installed or removed packages
                 continue
         left.append(step)
+        reports.holding = True
 
     names = {s.task for s in left} | {s.reported_by for s in left if s.reported_by}
     notified_handlers = [h for h in plan.handlers() if notified & set(h.listen)]
@@ -153,15 +150,15 @@ def apply(
         names |= {h.task for h in forced}
         notified = set()
     if not names:
-        return RunResult("successful", 0, tuple(local), ansible=False)
+        return RunResult("successful", 0, tuple(reports.close()), ansible=False)
     ran = execute(
         _rest(plan, names, notified, forced),
         check=check,
         diff=diff,
-        on_result=on_result,
+        on_result=reports.ansible,
         **kwargs,
     )
-    return replace(ran, results=tuple(local) + ran.results)
+    return replace(ran, results=tuple(reports.close()))
 
 
 # Called with the ids of resources about to be changed (``file:/etc/x``), before any change.

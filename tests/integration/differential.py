@@ -377,7 +377,27 @@ def _fixed_cases() -> list[Case]:
         )
     c += _secret_through_ansible_cases()
     c += _directory_in_the_way_cases()
+    c += _diff_text_cases()
     return c
+
+
+def _diff_text_cases() -> list[Case]:
+    """What --diff shows for old files that are not UTF-8 text: bytes that do not decode, a
+    NUL after Ansible's 8 KiB peek (text to it), a NUL before it (binary: no diff)."""
+    priors = {
+        "latin1": b"caf\xe9\nline\n",
+        "nul-late": b"a\n" * 4500 + b"\0\n",
+        "nul-early": b"a\0\n",
+        "invalid-end": b"ok\n\xff",
+    }
+    return [
+        Case(
+            f"diff-{name}",
+            [{"files": [{"path": "R/f", "content": "new\n"}]}],
+            lambda r, old=old: (r / "f").write_bytes(old),
+        )
+        for name, old in priors.items()
+    ]
 
 
 def _directory_in_the_way_cases() -> list[Case]:

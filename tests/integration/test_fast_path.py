@@ -8,6 +8,7 @@ import pytest
 
 from nodemanager.api import ConfigSet
 from nodemanager.desired.merge import merge
+from nodemanager.executor.events import TaskResult
 from nodemanager.executor.probe import converged_tasks
 from nodemanager.executor.run import apply, execute
 from nodemanager.playbook.build import build
@@ -185,3 +186,27 @@ def test_a_locale_that_is_not_installed_applies_everything(tmp_path, monkeypatch
     assert [r.status for r in result.results] == ["changed"] * 3
     assert os.readlink(tmp_path / "l") == f"{tmp_path}/a"
     assert "LC_ALL=C.UTF-8" in (tmp_path / "seen").read_text()
+
+
+def test_results_come_in_step_order_whichever_path_took_them(tmp_path):
+    # The symlink is Ansible's; in --check the files after it are checked natively, and in a
+    # real run the converged one after it is probed: both reported in their place, not first.
+    (tmp_path / "c").write_text("c\n")
+    spec = {
+        "files": [
+            {"path": f"{tmp_path}/a", "content": "a\n"},
+            {"path": f"{tmp_path}/l", "ensure": "symlink", "target": f"{tmp_path}/a"},
+            {"path": f"{tmp_path}/b", "content": "b\n"},
+            {"path": f"{tmp_path}/c", "content": "c\n", "mode": "0644"},
+        ]
+    }
+    os.chmod(tmp_path / "c", 0o644)
+    plan = build(
+        merge([ConfigSet.from_dict({"metadata": {"name": "p"}, "spec": spec})]), "debian", "n"
+    )
+    order = [s.task for s in plan.tasks()]
+    for check in (True, False):
+        streamed: list[TaskResult] = []
+        result = apply(plan, check=check, diff=True, on_result=streamed.append)
+        assert result.ansible and not result.failed
+        assert [r.task for r in result.results] == order == [r.task for r in streamed], check
