@@ -20,6 +20,7 @@ from nodemanager.desired.merge import DesiredState, Resource
 from nodemanager.desired.templates import Rendered
 from nodemanager.playbook import platforms
 from nodemanager.playbook.dump import Unsafe
+from nodemanager.playbook.literal import NotLiteral, literal_env
 from nodemanager.playbook.steps import EXEC_PATH, Origin, Step, StepKind, exec_argv
 
 REDACTED = "<redacted: from a Secret; render --show-secrets to see it>"
@@ -291,6 +292,21 @@ class _Builder:
         )
 
     def file(self, r: Resource, f: File) -> list[dict[str, Any]]:
+        keep = sorted(
+            o.key
+            for o in self.desired.of_kind("file")
+            if f.purge and o.key.startswith(f.path.rstrip("/") + "/")
+        )
+        try:  # `$HOME` and `~` mean themselves: the modules' environment keeps them so
+            literal = literal_env([f.path, *([f.target] if f.target else []), *keep])
+        except NotLiteral as e:
+            self.errors[r.id] = f"{r.field or 'spec.files'}: {e}"
+            return []
+        return self.file_tasks(r, f, keep, {k: Unsafe(v) for k, v in literal.items()})
+
+    def file_tasks(
+        self, r: Resource, f: File, keep: list[str], literal: dict[str, Unsafe]
+    ) -> list[dict[str, Any]]:
         notify = [_topic(f.path)] if _topic(f.path) in self.listened else None
         secret = f.uses_secrets or bool(self.contents.get(f.path) and self.contents[f.path].secret)
         values: dict[str, Any] = {
@@ -321,24 +337,20 @@ class _Builder:
             secret=secret,
             notify=notify,
         )
+        if literal:
+            main["environment"] = literal
         tasks = [main, *([self.reporter(main["name"])] if secret else [])]
         if f.purge:
-            keep = sorted(
-                o.key
-                for o in self.desired.of_kind("file")
-                if o.key.startswith(f.path.rstrip("/") + "/")
-            )
             call = fill(platforms.skeletons("files")["purge"], {"path": f.path, "keep": keep})
-            tasks.append(
-                self.task(
-                    r,
-                    call,
-                    kind="purge",
-                    step={"path": f.path, "keep": tuple(keep)},
-                    label=f"purge {f.path}",
-                    notify=notify,
-                )
+            purge = self.task(
+                r,
+                call,
+                kind="purge",
+                step={"path": f.path, "keep": tuple(keep)},
+                label=f"purge {f.path}",
+                notify=notify,
             )
+            tasks.append({**purge, "environment": literal} if literal else purge)
         return tasks
 
     def reporter(self, name: str) -> dict[str, Any]:

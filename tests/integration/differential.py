@@ -378,7 +378,35 @@ def _fixed_cases() -> list[Case]:
     c += _secret_through_ansible_cases()
     c += _directory_in_the_way_cases()
     c += _diff_text_cases()
+    c += _literal_cases()
     return c
+
+
+# Paths and link targets with `$NAME` and `~`, meant as written (LITERAL_LINKS: link -> target).
+LITERAL_LINKS = {"link": "$HOME/x", "tilde": "~/x", "home": "~", "braces": "${USER}/y"}
+
+
+def _literal_cases() -> list[Case]:
+    return [
+        Case(
+            "literal-paths",
+            [
+                {
+                    "files": [
+                        *(
+                            {"path": f"R/{name}", "ensure": "symlink", "target": target}
+                            for name, target in LITERAL_LINKS.items()
+                        ),
+                        {"path": "R/$HOME", "ensure": "directory", "purge": True},
+                        {"path": "R/$HOME/f", "content": "x\n"},
+                        {"path": "R/${USER}~", "content": "y\n", "mode": "0600"},
+                    ]
+                }
+            ],
+            lambda r: _write(r / "stray", "s\n"),
+            native=False,
+        )
+    ]
 
 
 def _diff_text_cases() -> list[Case]:

@@ -21,6 +21,7 @@ from nodemanager.playbook.dump import to_yaml
 from tests.integration.differential import (
     BIG,
     HAVE_ACL,
+    LITERAL_LINKS,
     Case,
     cases,
     plan_of,
@@ -166,3 +167,20 @@ def test_a_directory_in_the_way_of_a_file_fails_clearly(tmp_path):
         assert [r.status for r in result.results] == ["failed"] * 4
         assert all("is a directory: ensure: file" in r.message for r in result.results)
         assert state(side) == before
+
+
+def test_paths_and_link_targets_are_literal(tmp_path):
+    # Ansible expands `$NAME` and a leading `~` in path parameters; a ConfigSet means them as
+    # written, in both paths.
+    (case,) = [c for c in ALL if c.name == "literal-paths"]
+    for fast in (True, False):
+        side = tmp_path / str(fast)
+        prepare([case], side)
+        result = apply(plan_of([case], side), fast=fast)
+        assert not result.failed, [r.message for r in result.results if r.status == "failed"]
+        root = side / case.name
+        assert {n: os.readlink(root / n) for n in LITERAL_LINKS} == LITERAL_LINKS
+        assert sorted(p.name for p in root.iterdir()) == sorted(
+            [*LITERAL_LINKS, "$HOME", "${USER}~", "stray"]
+        )
+        assert (root / "$HOME" / "f").read_text() == "x\n"

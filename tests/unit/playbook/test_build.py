@@ -261,3 +261,23 @@ def test_resource_digests_follow_large_content_byte_for_byte():
         [{"path": "/big", "content": big, "mode": "0600"}, {"path": "/small", "content": "s"}]
     )
     assert moded["file:/big"] != base["file:/big"]
+
+
+def test_paths_and_targets_keep_their_dollar_and_tilde():
+    plan = plan_for(
+        {
+            "files": [
+                {"path": "/srv/$USER", "ensure": "symlink", "target": "~/x"},
+                {"path": "/srv/a", "ensure": "symlink", "target": "$HOME/${HOME}"},
+                {"path": "/srv/b"},
+            ]
+        }
+    )
+    (link, plain) = tasks(plan)
+    # Ansible expands path parameters in the module's environment: there each name is itself.
+    assert link["environment"] == {"USER": "$USER", "HOME": "~"}
+    assert "environment" not in plain
+    assert plan.errors == {
+        "file:/srv/a": "spec.files[1]: '$HOME' and '${HOME}' together: Ansible would expand "
+        "one of them"
+    }
