@@ -88,6 +88,9 @@ class Execution:
     command: str
     args: tuple[str, ...] = ()
     subscribe_files: tuple[str, ...] = ()
+    # Addition (opt-in): also run on every apply and drift check. Without it and without
+    # subscribe_files an execution never runs, as upstream's handleExecutions.
+    on_every_apply: bool = False
 
     @property
     def argv(self) -> tuple[str, ...]:
@@ -271,6 +274,7 @@ def _execution(r: Reader) -> Execution:
         command=r.string("command", required=True) or "",
         args=r.strings("args"),
         subscribe_files=r.paths("subscribe_files"),
+        on_every_apply=r.boolean("onEveryApply", default=False),
     )
 
 

@@ -39,6 +39,16 @@ def _local_plan(
         click.echo(f"error: {resource}: {message}", err=True)
     for conflict in local.desired.conflicts:
         click.echo(f"conflict: {conflict.message()}; applied from neither", err=True)
+    from nodemanager.api import Execution
+
+    for r in local.desired.resources:
+        spec = r.spec
+        if isinstance(spec, Execution) and not (spec.subscribe_files or spec.on_every_apply):
+            click.echo(
+                f"note: {r.configsets[0]} {r.fields[0] if r.fields else ''}: no subscribe_files, "
+                "so it never runs (as upstream); onEveryApply: true runs it on every apply",
+                err=True,
+            )
     if not local.loaded.snapshot.configsets and not local.load_errors:
         click.echo("note: no ConfigSet in the files given", err=True)
     elif not local.desired.configsets and not local.load_errors:

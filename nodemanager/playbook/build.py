@@ -524,7 +524,11 @@ class _Builder:
     def build(self, node_name: str) -> list[dict[str, Any]]:
         handlers = []
         for r in self.desired.resources:
-            if isinstance(r.spec, Execution) and r.spec.subscribe_files:
+            if (
+                isinstance(r.spec, Execution)
+                and r.spec.subscribe_files
+                and not r.spec.on_every_apply
+            ):
                 handlers.append(self.execution(r, r.spec, handler=True))
         for r in self.desired.resources:
             s = r.spec
@@ -554,7 +558,7 @@ class _Builder:
                 tasks.extend(self.file(r, spec))
             elif isinstance(spec, Service):
                 tasks.extend(self.service(r, spec))
-            elif isinstance(spec, Execution) and not spec.subscribe_files:
+            elif isinstance(spec, Execution) and spec.on_every_apply:
                 tasks.append(self.execution(r, spec, handler=False))
 
         play: dict[str, Any] = {

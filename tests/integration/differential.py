@@ -46,6 +46,16 @@ def _sub(value: Any, root: str) -> Any:
     return value
 
 
+def _every_apply(spec: dict[str, Any]) -> dict[str, Any]:
+    """Cases compare how an execution runs: an unsubscribed one is declared to run every apply
+    (without ``onEveryApply`` it never runs, as upstream, and there is nothing to compare)."""
+    executions = [
+        e if e.get("subscribe_files") else {**e, "onEveryApply": True}
+        for e in spec.get("executions") or []
+    ]
+    return {**spec, "executions": executions} if executions else spec
+
+
 def plan_of(cases: list[Case], side: Path) -> Plan:
     configsets, contents = [], {}
     for case in cases:
@@ -53,7 +63,10 @@ def plan_of(cases: list[Case], side: Path) -> Plan:
         for i, spec in enumerate(case.parts):
             configsets.append(
                 ConfigSet.from_dict(
-                    {"metadata": {"name": f"{case.name}-{i}"}, "spec": _sub(spec, root)}
+                    {
+                        "metadata": {"name": f"{case.name}-{i}"},
+                        "spec": _sub(_every_apply(spec), root),
+                    }
                 )
             )
         for path, text in case.secrets.items():

@@ -137,7 +137,11 @@ def test_execution_after_a_task_left_to_ansible_waits_for_it(tmp_path):
                 {"path": str(link), "ensure": "symlink", "target": f"{tmp_path}/a.conf"},
             ],
             "executions": [
-                {"command": "/bin/sh", "args": ["-c", f"test -L {link} && echo seen >> {log}"]},
+                {
+                    "command": "/bin/sh",
+                    "args": ["-c", f"test -L {link} && echo seen >> {log}"],
+                    "onEveryApply": True,
+                },
                 {
                     "command": "/bin/sh",
                     "args": ["-c", f"echo handler >> {log}"],
@@ -155,7 +159,15 @@ def test_execution_after_a_task_left_to_ansible_waits_for_it(tmp_path):
 
 def test_failing_native_execution_is_reported_with_its_output(tmp_path):
     plan = plan_of(
-        {"executions": [{"command": "/bin/sh", "args": ["-c", "echo broken >&2; exit 3"]}]}
+        {
+            "executions": [
+                {
+                    "command": "/bin/sh",
+                    "args": ["-c", "echo broken >&2; exit 3"],
+                    "onEveryApply": True,
+                }
+            ]
+        }
     )
     result = apply(plan)
     (r,) = result.results
@@ -176,7 +188,13 @@ def test_a_locale_that_is_not_installed_applies_everything(tmp_path, monkeypatch
             {"path": f"{tmp_path}/a", "content": "a\n"},
             {"path": f"{tmp_path}/l", "ensure": "symlink", "target": f"{tmp_path}/a"},
         ],
-        "executions": [{"command": "/bin/sh", "args": ["-c", f"locale > {tmp_path}/seen 2>&1"]}],
+        "executions": [
+            {
+                "command": "/bin/sh",
+                "args": ["-c", f"locale > {tmp_path}/seen 2>&1"],
+                "onEveryApply": True,
+            }
+        ],
     }
     plan = build(
         merge([ConfigSet.from_dict({"metadata": {"name": "p"}, "spec": spec})]), "debian", "n"

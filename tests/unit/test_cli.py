@@ -124,7 +124,7 @@ def test_unsupported_os_still_renders_files_and_executions(tmp_path):
                     "selector": {},
                     "packages": [{"name": "vim"}],
                     "files": [{"path": "/tmp/suse", "content": "x\n"}],
-                    "executions": [{"command": "/bin/true"}],
+                    "executions": [{"command": "/bin/true", "onEveryApply": True}],
                 },
             }
         )

@@ -141,3 +141,29 @@ def test_render_of_upstreams_example_on_an_arch_host_selects_it_and_elsewhere_sa
         "note: ConfigSet clock-linux: label kubernetes.io/os=arch: not carried "
         "(this node's labels carry: debian, linux)" in debian.stderr
     )
+
+
+def test_an_execution_without_subscribe_files_never_runs_as_upstream(tmp_path):
+    """upstream handleExecutions runs only executions subscribed to a changed file."""
+    from click.testing import CliRunner
+
+    from nodemanager.cli import main
+
+    marker = tmp_path / "ran"
+    spec = {
+        "selector": {},
+        "executions": [
+            {"command": "/bin/touch", "args": [str(marker)]},
+            {"command": "/bin/touch", "args": [f"{marker}-always"], "onEveryApply": True},
+        ],
+    }
+    cs = tmp_path / "cs.yaml"
+    doc = {"apiVersion": "common.nodemanager/v1", "kind": "ConfigSet", "metadata": {"name": "x"}}
+    cs.write_text(yaml.safe_dump({**doc, "spec": spec}))
+    rendered = CliRunner().invoke(main, ["render", "-f", str(cs)])
+    assert rendered.exit_code == 0, rendered.output
+    assert f"{marker}-always" in rendered.stdout and f"'{marker}'" not in rendered.stdout
+    assert (
+        "note: x spec.executions[0]: no subscribe_files, so it never runs (as upstream)"
+        in rendered.stderr
+    )

@@ -128,11 +128,13 @@ def test_subscriptions_become_handlers_executions_first():
             ],
             "executions": [
                 {"command": "/bin/reload", "subscribe_files": ["/etc/a.conf"]},
-                {"command": "/bin/always"},
+                {"command": "/bin/always", "onEveryApply": True},
+                {"command": "/bin/never"},  # upstream's handleExecutions never runs it
             ],
         }
     )
     t, h = tasks(plan), handlers(plan)
+    assert not any("/bin/never" in x["name"] for x in t + h)
     assert t[0]["notify"] == ["nodemanager changed /etc/a.conf"]
     assert "notify" not in t[1]  # nothing subscribes to b.conf
     assert [x["name"] for x in h] == ["cs | execution /bin/reload", "cs | restart service svc"]

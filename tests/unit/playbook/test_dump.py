@@ -114,7 +114,13 @@ def test_rendered_modes_and_args_keep_their_meaning():
             {"path": f"/t/{m}", "content": c, "mode": m}
             for m, c in [("1777", "123\n"), ("2775", "yes"), ("4755", "1:30"), ("0644", "\x85")]
         ],
-        "executions": [{"command": "/usr/bin/find", "args": ["/d", "!", "-name", "0644", "*x"]}],
+        "executions": [
+            {
+                "command": "/usr/bin/find",
+                "args": ["/d", "!", "-name", "0644", "*x"],
+                "onEveryApply": True,
+            }
+        ],
     }
     plan = build(
         merge([ConfigSet.from_dict({"metadata": {"name": "c"}, "spec": spec})]), "debian", "n"
