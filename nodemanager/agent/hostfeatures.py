@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +22,37 @@ from nodemanager.agent.grouplocks import GroupLocks, groups_to_lock
 from nodemanager.agent.upgrade import Upgrader
 from nodemanager.api import File
 from nodemanager.desired.templates import Rendered
-from nodemanager.host.backups import BackupStore
+from nodemanager.host.backups import BackupStore, Version
 from nodemanager.host.wgkeys import KeyStore, WireGuardKeyError, with_managed_key
 from nodemanager.playbook.build import Plan
 
 log = logging.getLogger(__name__)
 STATUS_BACKUPS_MAX = 256  # newest entries in status.fileBackups; every backup stays on disk
+STATUS_BACKUPS_KEPT_MAX = 512  # with the entries read back (upstream's records) kept beside ours
+
+
+def backups_status(index: Mapping[str, Sequence[Version]], prior: object) -> dict[str, str | None]:
+    """``status.fileBackups`` in upstream's shape: path -> sha256 of the newest version.
+
+    Upstream merges into the map and never prunes it, so entries read back from the stored
+    status (``prior``: upstream's records, which name blobs in its filebucket) are kept, not
+    overwritten: ours win for the same path, then the others fill up to a bound. A path whose
+    newest backup was fed by a Secret is never listed, and an entry read back for it is removed
+    (``None`` in the merge patch): a digest of a short secret is the secret."""
+    newest = sorted(
+        ((p, v[-1]) for p, v in index.items() if v and not v[-1].secret),
+        key=lambda e: e[1].saved_at,
+        reverse=True,
+    )[:STATUS_BACKUPS_MAX]
+    out: dict[str, str | None] = {p: v.sha256 for p, v in sorted(newest)}
+    secret = {p for p, v in index.items() if v and v[-1].secret}
+    stored = prior if isinstance(prior, Mapping) else {}  # our earlier list shape: ours anyway
+    for path in sorted(stored):
+        if path in out:
+            continue
+        keep = path not in secret and isinstance(stored[path], str)
+        out[path] = stored[path] if keep and len(out) < STATUS_BACKUPS_KEPT_MAX else None
+    return out
 
 
 def _replaces(f: File, contents: Mapping[str, Rendered]) -> bool:
@@ -116,7 +141,8 @@ class HostFeatures:
         if self.upgrader:
             out.update(self.upgrader.status())
         try:
-            out["fileBackups"] = self._backups_status()
+            prior = (node.get("status") or {}).get("fileBackups")
+            out["fileBackups"] = backups_status(self.backups.index(), prior)
         except (OSError, ValueError) as e:
             log.warning("cannot read file backups: %s", e)
         wg = (node.get("spec") or {}).get("wireGuard") or {}
@@ -149,12 +175,3 @@ class HostFeatures:
             prior.get("Upgrading") or {}, int(status.get("observedGeneration") or 0), now
         )
         return {**status, "conditions": [*conditions, upgrading]}
-
-    def _backups_status(self) -> list[dict[str, str]]:
-        newest = []
-        for path, versions in self.backups.index().items():
-            last = versions[-1]
-            if not last.secret:
-                newest.append({"path": path, "sha256": last.sha256, "savedAt": last.saved_at_text})
-        newest.sort(key=lambda e: e["savedAt"], reverse=True)
-        return sorted(newest[:STATUS_BACKUPS_MAX], key=lambda e: e["path"])

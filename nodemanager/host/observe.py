@@ -4,6 +4,7 @@ data and a warning: one broken tool must not stop the agent from reporting the r
 from __future__ import annotations
 
 import logging
+import platform
 from collections.abc import Callable
 from typing import Any
 
@@ -26,7 +27,8 @@ def _safe(name: str, collect: Callable[[], Any], empty: Any) -> Any:
 def observe(ssh_dir: str = "/etc/ssh") -> dict[str, Any]:
     release = _safe("os-release", read_os_release, None)
     return {
-        "release": (release.pretty_name or f"{release.id} {release.version_id}".strip())
+        "release": platform.release(),  # uname -r, as upstream
+        "osPrettyName": (release.pretty_name or f"{release.id} {release.version_id}".strip())
         if release
         else "",
         "interfaces": _safe("interfaces", interfaces, {}),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import platform
 import signal
 import time
 import uuid
@@ -108,7 +109,8 @@ def test_configset_lifecycle_and_node_registration(api_client, namespace, host, 
         and labels["nodemanager.io/os"] == "debian"
     )
     status = n["status"]
-    assert status["agentVersion"] and status["release"].startswith("Debian")
+    assert status["agentVersion"] and status["osPrettyName"].startswith("Debian")
+    assert status["release"] == platform.release()  # uname -r, as upstream
     assert "lo" not in status["interfaces"]
     assert condition(n, "Applied")["observedGeneration"] == n["metadata"]["generation"]
     assert (

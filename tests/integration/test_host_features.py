@@ -59,12 +59,12 @@ def test_backup_before_native_write_and_ansible_removal_then_restore(tmp_path):
     result = r.reconcile(snap(files), full=True)
     assert not result.failed, result.status
     assert conf.read_text() == "managed\n" and not gone.exists()
-    backups = {e["path"]: e["sha256"] for e in result.status["fileBackups"]}
+    backups = result.status["fileBackups"]  # upstream's shape: path -> sha256
     assert backups == {str(conf): sha(b"hand edited\n"), str(gone): sha(b"to be removed\n")}
 
     # Converged: a second run backs up nothing new.
     again = r.reconcile(snap(files), full=True)
-    assert {e["path"]: e["sha256"] for e in again.status["fileBackups"]} == backups
+    assert again.status["fileBackups"] == backups
 
     restored = nm("restore", str(conf), "--state-dir", str(state))
     assert restored.returncode == 0, restored.stderr
@@ -93,7 +93,7 @@ def test_secret_fed_file_is_backed_up_on_the_host_only(tmp_path):
     result = r.reconcile(snap(files, secrets=secrets), full=True)
     assert not result.failed, result.status
     assert target.read_text() == "new-secret-value"
-    assert result.status["fileBackups"] == []
+    assert result.status["fileBackups"] == {}
     assert "old-secret-value" not in repr(result.status)
     (version,) = BackupStore(state).versions(str(target))
     assert version.secret and version.sha256 == sha(b"old-secret-value")
