@@ -13,10 +13,9 @@ import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from nodemanager.executor.errors import MissingModules
-from nodemanager.playbook.build import module_of
+from nodemanager.playbook.steps import Step
 from nodemanager.procutil import RUN_MARK
 from nodemanager.resources import data_path
 
@@ -101,14 +100,9 @@ def ansible_bin_dir() -> str:
     return os.environ.get("NODEMANAGER_ANSIBLE_BIN") or str(Path(sys.executable).parent)
 
 
-def modules_of(playbook: list[dict[str, Any]]) -> set[str]:
-    found = set()
-    for play in playbook:
-        for task in [*play.get("tasks", []), *play.get("handlers", [])]:
-            module, _ = module_of(task)
-            if module.count(".") == 2:
-                found.add(module)
-    return found
+def modules_of(steps: Iterable[Step]) -> set[str]:
+    """The collection modules ``steps`` call (``namespace.collection.module``)."""
+    return {s.module for s in steps if s.module.count(".") == 2}
 
 
 def check_modules(modules: Iterable[str]) -> None:

@@ -14,9 +14,11 @@ from nodemanager.executor import child, config, native, probe
 from nodemanager.executor.errors import ExecutorError
 from nodemanager.executor.events import TaskResult, TaskStatus, to_result
 from nodemanager.executor.order import InOrder
+from nodemanager.playbook import subset
 from nodemanager.playbook.build import Plan
-from nodemanager.playbook.dump import Unsafe, to_yaml
+from nodemanager.playbook.dump import to_yaml
 from nodemanager.playbook.steps import FILE_KINDS, Step
+from nodemanager.playbook.subset import NOTIFY_TASK
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +47,6 @@ class RunResult:
         )
 
 
-NOTIFY_TASK = "nodemanager: notify the handlers of native changes"
 # Steps whose effect on the host is known when Ansible makes them: the path, what is below it,
 # and (a directory) its missing parents. A later file step elsewhere may still be probed.
 _KNOWN_EFFECT = frozenset({"write", "touch", "directory", "absent"})
@@ -137,7 +138,6 @@ def apply(
         left.append(step)
         reports.holding = True
 
-    names = {s.task for s in left} | {s.reported_by for s in left if s.reported_by}
     notified_handlers = [h for h in plan.handlers() if notified & set(h.listen)]
     forced: list[Step] = []
     if not left:
@@ -147,12 +147,11 @@ def apply(
                 forced.append(h)
             else:
                 report(done)
-        names |= {h.task for h in forced}
         notified = set()
-    if not names:
+    if not left and not forced:
         return RunResult("successful", 0, tuple(reports.close()), ansible=False)
     ran = execute(
-        _rest(plan, names, notified, forced),
+        subset.rest(plan, left, notified, forced),
         check=check,
         diff=diff,
         on_result=reports.ansible,
@@ -174,37 +173,6 @@ def _ok(step: Step) -> TaskResult:
     return TaskResult(step.task, o.resource, o.configsets, "ok", module="probe")
 
 
-def _rest(plan: Plan, names: set[str], notified: set[str], forced: list[Step]) -> Plan:
-    """The plan of what is left to Ansible. Handlers notified by native changes are notified by
-    a first task of their own (Ansible then runs every handler at the end, in order, once);
-    handlers forced when no task is left become tasks, in handler order."""
-    plays = []
-    for play in plan.playbook:
-        tasks = [t for t in play["tasks"] if t["name"] in names]
-        handlers = play.get("handlers", [])
-        if notified:
-            tasks.insert(
-                0,
-                {
-                    "name": NOTIFY_TASK,
-                    "ansible.builtin.debug": {"msg": "native changes notify their handlers"},
-                    "changed_when": True,
-                    "notify": sorted(Unsafe(t) for t in notified),
-                },
-            )
-        by_name = {h["name"]: h for h in handlers}
-        tasks += [
-            {k: v for k, v in by_name[h.task].items() if k != "listen"}
-            for h in forced
-            if h.task in by_name
-        ]
-        rest = {**play, "tasks": tasks}
-        if forced or not handlers:
-            rest.pop("handlers", None)
-        plays.append(rest)
-    return replace(plan, playbook=plays)
-
-
 def execute(
     plan: Plan,
     *,
@@ -220,7 +188,7 @@ def execute(
 
     child.install(ansible_runner.runner)  # ansible-playbook dies with the agent (kill -9 too)
 
-    config.check_modules(config.modules_of(plan.playbook))
+    config.check_modules(config.modules_of(plan.steps))
     private = config.private_dir(work_dir)
     results: list[TaskResult] = []
     # Ansible censors a no_log task's whole result, `changed` too: the task after it reports
@@ -250,7 +218,7 @@ def execute(
 
     try:
         (private / "project").mkdir()
-        playbook = _spill_large_content(plan.playbook, private / "content")
+        playbook = _spill_large_content(plan, private / "content").playbook
         (private / "project" / "main.yml").write_text(to_yaml(playbook))
         (private / "inventory").mkdir()
         (private / "inventory" / "hosts").write_text("localhost ansible_connection=local\n")
@@ -290,37 +258,21 @@ def execute(
 # Content above this goes to Ansible as a file in the private dir instead of a YAML scalar;
 # Ansible leaves the diff of such content out either way (its max diff size).
 SPILL_ABOVE = 104448
-# Still copy's `content`, read back by a lookup: `src:` would mean something else (a directory
-# in the way gets a file put inside it, where `content` fails as Ansible says it must).
-_SPILLED = "{{ lookup('ansible.builtin.file', nodemanager_spilled, rstrip=False) }}"
 
 
-def _spill_large_content(playbook: list[dict[str, Any]], where: Path) -> list[dict[str, Any]]:
-    """The playbook with every large copy ``content`` moved to a file below ``where`` (in the
-    0700 private dir, removed with it) and read back as the same ``content``: the same bytes
-    and the same meaning for the copy action, without emitting and parsing megabytes of YAML.
-    A lookup's result is not templated again, so the bytes stay exactly these."""
-    plays = []
-    spilled = 0
-    for play in playbook:
-        tasks: list[dict[str, Any]] = []
-        for task in play["tasks"]:
-            params = task.get("ansible.builtin.copy")
-            content = params.get("content") if isinstance(params, dict) else None
-            if isinstance(content, str) and len(content) > SPILL_ABOVE:
-                where.mkdir(exist_ok=True, mode=0o700)
-                src = where / str(spilled)
-                spilled += 1
-                with open(src, "w", encoding="utf-8", newline="") as f:
-                    f.write(content)
-                task = {
-                    **task,
-                    "ansible.builtin.copy": {**params, "content": _SPILLED},
-                    "vars": {**task.get("vars", {}), "nodemanager_spilled": str(src)},
-                }
-            tasks.append(task)
-        plays.append({**play, "tasks": tasks})
-    return plays
+def _spill_large_content(plan: Plan, where: Path) -> Plan:
+    """The plan with every large content of a write step in a file below ``where`` (in the
+    0700 private dir, removed with it), read back by Ansible as the same ``content``: the same
+    bytes without emitting and parsing megabytes of YAML."""
+    files: dict[str, str] = {}
+    for step in plan.steps:
+        if step.kind == "write" and step.content is not None and len(step.content) > SPILL_ABOVE:
+            where.mkdir(exist_ok=True, mode=0o700)
+            src = where / str(len(files))
+            with open(src, "w", encoding="utf-8", newline="") as f:
+                f.write(step.content)
+            files[step.task] = str(src)
+    return subset.spilled(plan, files)
 
 
 def _reported_status(report: TaskResult) -> TaskStatus:
