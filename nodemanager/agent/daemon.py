@@ -33,7 +33,7 @@ from nodemanager.agent.identity import identify
 from nodemanager.agent.metrics import Metrics
 from nodemanager.agent.ownlabels import drifted
 from nodemanager.agent.peers import PeerFilter, clean_own
-from nodemanager.agent.reconcile import Reconciler
+from nodemanager.agent.reconcile import Notification, Reconciler
 from nodemanager.agent.refs import referenced
 from nodemanager.agent.revisions import REVISION_LABEL, admitted, report
 from nodemanager.agent.selftest import PolicySelfTest
@@ -42,7 +42,7 @@ from nodemanager.agent.state import Snapshot, StateStore
 from nodemanager.agent.status import differs
 from nodemanager.agent.upgrade import Upgrader
 from nodemanager.agent.writer import Writer
-from nodemanager.api import ConfigSet, parse_duration
+from nodemanager.api import parse_duration
 from nodemanager.backoff import Backoff
 from nodemanager.endpoints import serve_metrics
 from nodemanager.executor.run import apply
@@ -54,7 +54,7 @@ from nodemanager.kube.errors import Forbidden
 from nodemanager.kube.informer import Informer, Kind
 from nodemanager.kube.locks import GroupLock
 from nodemanager.kube.nodes import NodeClient
-from nodemanager.kube.notify import NOTIFIED_AT, NOTIFIED_BY, Notifier
+from nodemanager.kube.notify import NOTIFIED_AT, NOTIFIED_BY, Notifier, notify_key
 from nodemanager.kube.policycheck import forbidden_write_allowed
 from nodemanager.kube.refs import NamedWatches
 
@@ -77,6 +77,7 @@ class Options:
     backup_max_age: float | None = 30 * 86400.0  # None: keep file backups forever
     reboot_command: list[str] | None = None  # after an upgrade that needs one; None: the host's
     drain_timeout: float = 600.0  # seconds a drain before an upgrade may take
+    notify_on_change: bool = False  # also notified-at/-by whenever a ConfigSet changed the host
     metrics_bind_address: str = ":8080"
     health_probe_bind_address: str = ":8081"
     token_renewer: Any = (
@@ -125,6 +126,8 @@ class Daemon:
         )
         self.node_client = NodeClient(self.clients, opts.namespace, self.name)
         self.notifier = Notifier(self.clients)
+        # (ConfigSet, spec.notifies index) -> the generation that target was told of
+        self._notified: dict[tuple[str, int], int] = {}
         self.store = StateStore(opts.state_dir)
         # Run dirs live under the state dir (0700), so a restart finds what a kill -9 left.
         self.runs = Path(opts.state_dir) / "runs"
@@ -430,17 +433,28 @@ class Daemon:
         )
         return True, result.requeue_after
 
-    def _notify(self, configsets: Iterable[ConfigSet], uid: str | None) -> None:
-        """Annotate each ConfigSet's spec.notifies[] targets.
+    def _notify(self, due: Iterable[Notification], uid: str | None) -> None:
+        """Annotate each ConfigSet's spec.notifies[] targets: upstream's
+        ``nodemanager.io/notify-<configset>: <generation>`` once per generation this agent
+        applied (a merge patch: the same value again changes nothing), and with
+        ``--notify-on-change`` our ``notified-at``/``-by`` each time it changed this host.
 
-        A failure is a Warning Event naming the field."""
-        for cs in configsets:
-            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-            annotations = {
-                NOTIFIED_AT: stamp,
-                NOTIFIED_BY: f"{self.name}/{cs.name}@{cs.resource_version}",
-            }
+        A failure is a Warning Event naming the field; that target is tried again at the next
+        reconcile, the others are not patched again."""
+        for n in due:
+            cs = n.configset
+            ours = {}
+            if n.changed and self.opts.notify_on_change:
+                ours[NOTIFIED_AT] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+                ours[NOTIFIED_BY] = f"{self.name}/{cs.name}@{cs.resource_version}"
             for i, target in enumerate(cs.notifies):
+                told = self._notified.get((cs.name, i)) == cs.generation
+                annotations = {
+                    **({} if told else {notify_key(cs.name): str(cs.generation)}),
+                    **ours,
+                }
+                if not annotations:
+                    continue
                 try:
                     self.notifier.annotate(
                         target.api_version,
@@ -449,6 +463,7 @@ class Daemon:
                         target.namespace or self.opts.namespace,
                         annotations,
                     )
+                    self._notified[(cs.name, i)] = cs.generation
                 except Exception as e:  # one target failing does not stop the others
                     target_name = target.name or "*"  # no name: every object of the kind
                     message = f"{cs.name}: spec.notifies[{i}] {target.kind}/{target_name}: {e}"

@@ -51,8 +51,15 @@ class Result:
     failed: bool = False
     requeue_after: float | None = None
     event: tuple[str, str, bool] | None = None
-    # ConfigSets whose spec.notifies[] are due: they changed something and applied cleanly.
-    notify: tuple[ConfigSet, ...] = ()
+    # ConfigSets with spec.notifies[] that applied cleanly, each with whether it changed
+    # something on the host (the daemon notifies once per generation, as upstream).
+    notify: tuple[Notification, ...] = ()
+
+
+@dataclass(frozen=True)
+class Notification:
+    configset: ConfigSet
+    changed: bool  # it changed something on this host in this run
 
 
 @dataclass(frozen=True)
@@ -281,9 +288,11 @@ def _event(
 
 def _due_notifications(
     planned: NodePlan, results: list[ConfigSetResult], run: Run | None
-) -> tuple[ConfigSet, ...]:
+) -> tuple[Notification, ...]:
     touched = {name for r in (run.result.changed() if run else ()) for name in r.configsets}
     clean = {r.name for r in results if not r.failures}
     return tuple(
-        cs for cs in planned.desired.configsets if cs.notifies and cs.name in touched & clean
+        Notification(cs, cs.name in touched)
+        for cs in planned.desired.configsets
+        if cs.notifies and cs.name in clean
     )

@@ -83,6 +83,13 @@ def run_options(f: F) -> F:
             "host's name to be evicted (`rbac --drain`); then upgrade anyway.",
         ),
         click.option(
+            "--notify-on-change",
+            is_flag=True,
+            help="Also annotate spec.notifies[] targets with nodemanager.io/notified-at and "
+            "notified-by each time a ConfigSet changed this host (upstream's "
+            "nodemanager.io/notify-<configset>: <generation> is always written).",
+        ),
+        click.option(
             "--log-format", type=click.Choice(["json", "text"]), default="json", show_default=True
         ),
         click.option(
@@ -115,6 +122,7 @@ def run(
     backup_max_age: str,
     reboot_command: str,
     drain_timeout: str,
+    notify_on_change: bool,
     log_format: str,
     log_level: str,
 ) -> None:
@@ -148,6 +156,7 @@ def run(
         reconcile_timeout=duration(reconcile_timeout),
         reboot_command=reboot_command.split() or None,
         drain_timeout=duration(drain_timeout),
+        notify_on_change=notify_on_change,
         metrics_bind_address=metrics_bind_address,
         health_probe_bind_address=health_probe_bind_address,
         token_renewer=renewer,

@@ -1,4 +1,8 @@
-"""`spec.notifies[]`: annotate other objects after a ConfigSet changed something on this host.
+"""`spec.notifies[]`: annotate other objects after a ConfigSet applied.
+
+As upstream: after a ConfigSet applied cleanly, ``nodemanager.io/notify-<configset>`` is set to
+its generation on each target (so a target changes once per ConfigSet change). Ours, opt-in
+(``--notify-on-change``): ``notified-at`` / ``notified-by`` each time it changed this host.
 
 Any kind the API server serves can be a target, so the kind is resolved through discovery (the
 dynamic client, built once per credential). The annotations say which node applied which
@@ -9,6 +13,7 @@ grants it.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Mapping
 
@@ -21,6 +26,19 @@ from nodemanager.kube.errors import translate
 log = logging.getLogger(__name__)
 NOTIFIED_AT = "nodemanager.io/notified-at"
 NOTIFIED_BY = "nodemanager.io/notified-by"
+_NAME_MAX = 63  # an annotation key's name part
+
+
+def notify_key(configset: str) -> str:
+    """Upstream's key, ``nodemanager.io/notify-<configset>`` (its value: the generation).
+
+    A ConfigSet name may be longer than a key's 63-character name part (upstream's patch then
+    fails); such a name is cut and ends with 8 hex digits of its sha256, so it stays unique."""
+    name = f"notify-{configset}"
+    if len(name) > _NAME_MAX:
+        digest = hashlib.sha256(configset.encode()).hexdigest()[:8]
+        name = f"{name[: _NAME_MAX - 9].rstrip('-.')}-{digest}"
+    return f"nodemanager.io/{name}"
 
 
 class Notifier:

@@ -317,9 +317,19 @@ def test_node_reconcile_period_sets_the_drift_check_interval(
     )
 
 
-def test_notifies_annotate_targets_after_a_change_only(
-    api_client, namespace, host, agent, tmp_path
+@pytest.fixture
+def notifying_agent(kubeconfig, namespace, host, tmp_path):
+    a = Agent(kubeconfig, namespace, host, tmp_path / "state", "--notify-on-change").start()
+    yield a
+    a.stop()
+
+
+def test_notifies_annotate_targets_as_upstream_and_after_a_change_opt_in(
+    api_client, namespace, host, notifying_agent, tmp_path
 ):
+    """Upstream's ``nodemanager.io/notify-<configset>: <generation>`` once per generation; with
+    --notify-on-change also ours (notified-at/-by) when the ConfigSet changed the host."""
+    agent = notifying_agent
     core = client.CoreV1Api(api_client)
     core.create_namespaced_config_map(
         namespace, client.V1ConfigMap(metadata=client.V1ObjectMeta(name=f"app-{host}"))
@@ -334,9 +344,12 @@ def test_notifies_annotate_targets_after_a_change_only(
                 {"apiVersion": "example.com/v1", "kind": "Nowhere", "name": "x"},
             ],
         }
-        return put_configset(api_client, namespace, f"notify-{host}", spec)["metadata"][
-            "resourceVersion"
-        ]
+        meta = put_configset(api_client, namespace, f"notify-{host}", spec)["metadata"]
+        generations.append(str(meta["generation"]))
+        return meta["resourceVersion"]
+
+    generations: list[str] = []
+    upstream_key = f"nodemanager.io/notify-notify-{host}"
 
     def annotations():
         return core.read_namespaced_config_map(f"app-{host}", namespace).metadata.annotations or {}
@@ -346,6 +359,7 @@ def test_notifies_annotate_targets_after_a_change_only(
     first = eventually(
         lambda: (
             annotations().get("nodemanager.io/notified-by") == f"{host}/notify-{host}@{rv}"
+            and annotations().get(upstream_key) == generations[-1]
             and annotations()
         ),
         timeout=30,
@@ -374,10 +388,34 @@ def test_notifies_annotate_targets_after_a_change_only(
 
     rv = put("v2\n")
     eventually(
-        lambda: annotations().get("nodemanager.io/notified-by") == f"{host}/notify-{host}@{rv}",
+        lambda: (
+            annotations().get("nodemanager.io/notified-by") == f"{host}/notify-{host}@{rv}"
+            and annotations().get(upstream_key) == generations[-1] != generations[0]
+        ),
         timeout=30,
         message="annotated again after the next change",
     )
+
+
+def test_notifies_without_opt_in_write_upstreams_key_only(
+    api_client, namespace, host, agent, tmp_path
+):
+    core = client.CoreV1Api(api_client)
+    core.create_namespaced_config_map(
+        namespace, client.V1ConfigMap(metadata=client.V1ObjectMeta(name=f"up-{host}"))
+    )
+    spec = {
+        **for_host(host, [{"path": str(tmp_path / "a"), "content": "a\n"}]),
+        "notifies": [{"apiVersion": "v1", "kind": "ConfigMap", "name": f"up-{host}"}],
+    }
+    meta = put_configset(api_client, namespace, f"up-{host}", spec)["metadata"]
+    applied(api_client, namespace, host, f"up-{host}", meta["resourceVersion"])
+    annotations = eventually(
+        lambda: core.read_namespaced_config_map(f"up-{host}", namespace).metadata.annotations,
+        timeout=30,
+        message="target annotated",
+    )
+    assert annotations == {f"nodemanager.io/notify-up-{host}": str(meta["generation"])}
 
 
 def test_apiserver_restart_misses_no_change_and_expired_watch_relists(
