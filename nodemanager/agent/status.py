@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodemanager.api.nodestatus import printable
+from nodemanager.api.nodestatus import printable, within_bounds
 from nodemanager.executor.summary import ConfigSetResult
 
 
@@ -115,14 +115,16 @@ def compute(
         ),
     ]
     # printable: messages (Ansible's span lines) must pass the schema's no-control-character rule.
-    status: dict[str, Any] = printable(
-        {
-            **observed,
-            "agentVersion": agent_version,
-            "observedGeneration": generation,
-            "configsets": entries,
-            "conditions": conditions,
-        }
+    status: dict[str, Any] = within_bounds(
+        printable(
+            {
+                **observed,
+                "agentVersion": agent_version,
+                "observedGeneration": generation,
+                "configsets": entries,
+                "conditions": conditions,
+            }
+        )
     )
     return status
 

@@ -14,15 +14,38 @@ from __future__ import annotations
 import base64
 import binascii
 import ipaddress
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
 IFNAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,14}")
+# A ControllerRevision name (a DNS subdomain) and an RFC 3339 time as Kubernetes writes it
+# (upper-case T and Z: Go's time.Parse, the controller's parser, refuses lower case).
+REVISION_RE2 = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
+TIMESTAMP_RE2 = (
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?"
+    r"(Z|[+-][0-9]{2}:[0-9]{2})$"
+)
+REVISION, TIMESTAMP = re.compile(REVISION_RE2), re.compile(TIMESTAMP_RE2)
 HEX = {1: re.compile(r"[0-9a-f]{40}"), 2: re.compile(r"[0-9a-f]{64}")}
 SSHFP_ALGORITHMS = (1, 2, 3, 4, 6)
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _WG_KEY = re.compile(r"[A-Za-z0-9+/]{43}=")
+
+# One rule for every string a node writes, in all three locks: Unicode's control characters
+# (Cc: C0, DEL, C1 with U+0085 NEXT LINE) and its line and paragraph separators (Zl U+2028,
+# Zp U+2029), since YAML and many template consumers break lines at each of them. Python spells
+# the set out; the CRD schema and the admission policy use RE2's classes (NO_CONTROL_RE2), and a
+# test checks the two agree on every code point.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+NO_CONTROL_RE2 = r"^[^\p{Cc}\p{Zl}\p{Zp}]*$"
+# Bounds the schema sets on node-written status (crds/managednodes.yaml); beyond them a peer's
+# whole status is dropped, so no node can make every agent that reads `nodes` hold megabytes.
+MAX_STATUS_BYTES = 256 * 1024
+MAX_ERROR = 1024
+MAX_CONFLICTS = 16
+MAX_CONFIGSETS = 256
+MAX_MESSAGE = 4096
 
 
 def has_control(text: str) -> bool:
@@ -163,7 +186,52 @@ def _strings_clean(value: Any, where: str, problems: list[str]) -> Any:
     return value
 
 
-_TYPED = {"interfaces": _interfaces, "wireGuard": _wireguard, "sshHostKeys": _ssh_keys}
+def _configsets(raw: Any, problems: list[str]) -> list[dict[str, Any]]:
+    if not isinstance(raw, list):
+        problems.append("status.configsets: not a list")
+        return []
+    out = []
+    for i, entry in enumerate(raw):
+        where = f"status.configsets[{i}]"
+        if not isinstance(entry, Mapping):
+            problems.append(f"{where}: not an object")
+        elif "revision" in entry and not _matches(REVISION, entry["revision"]):
+            problems.append(f"{where}.revision: not a ControllerRevision name")
+        elif "lastApplied" in entry and not _matches(TIMESTAMP, entry["lastApplied"]):
+            problems.append(f"{where}.lastApplied: not an RFC 3339 time")
+        else:
+            clean = _strings_clean(entry, where, problems)
+            out.append(clean)
+    return out
+
+
+def _matches(pattern: re.Pattern[str], value: Any) -> bool:
+    return isinstance(value, str) and bool(pattern.fullmatch(value))
+
+
+_TYPED = {
+    "interfaces": _interfaces,
+    "wireGuard": _wireguard,
+    "sshHostKeys": _ssh_keys,
+    "configsets": _configsets,
+}
+
+
+def within_bounds(status: Mapping[str, Any]) -> dict[str, Any]:
+    """This agent's own status cut to the schema's bounds: an Ansible error of 50 KB or a
+    hundred conflicts must not make the whole status write fail."""
+    out = dict(status)
+    entries = []
+    for entry in out.get("configsets") or []:
+        entry = dict(entry)
+        if len(entry.get("error") or "") > MAX_ERROR:
+            entry["error"] = entry["error"][: MAX_ERROR - 1] + "…"
+        if "conflicts" in entry:
+            entry["conflicts"] = list(entry["conflicts"])[:MAX_CONFLICTS]
+        entries.append(entry)
+    if "configsets" in out:
+        out["configsets"] = entries
+    return out
 
 
 def clean_status(status: Any) -> tuple[dict[str, Any], list[str]]:
@@ -171,6 +239,9 @@ def clean_status(status: Any) -> tuple[dict[str, Any], list[str]]:
     problems: list[str] = []
     if not isinstance(status, Mapping):
         return {}, (["status: not an object"] if status is not None else [])
+    size = len(json.dumps(status, ensure_ascii=False, default=str).encode())
+    if size > MAX_STATUS_BYTES:
+        return {}, [f"status: {size} bytes, more than {MAX_STATUS_BYTES}"]
     out: dict[str, Any] = {}
     for key, value in status.items():
         if key in _TYPED:

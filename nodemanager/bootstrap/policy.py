@@ -25,6 +25,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from nodemanager.api.nodestatus import (
+    MAX_CONFIGSETS,
+    MAX_CONFLICTS,
+    NO_CONTROL_RE2,
+    REVISION_RE2,
+)
 from nodemanager.host.labels import MANAGED_KEYS
 
 GROUP = "common.nodemanager"
@@ -121,6 +127,32 @@ def _status_rules() -> str:
     return f"!has({s}) || ({interfaces} && {wireguard} && {ssh})"
 
 
+def _text_rules() -> str:
+    """Every free-text string a node writes holds no control character, line or paragraph
+    separator (api/nodestatus.py's one rule, as the CRD schema says it), and lists are bounded.
+    Times are left to the schema's pattern: CEL reads a date-time field as a timestamp."""
+    s = "object.status"
+
+    def text(field: str) -> str:
+        return f"(!has({field}) || {field}.matches(r'{NO_CONTROL_RE2}'))"
+
+    configset = " && ".join(
+        [
+            *(text(f"c.{f}") for f in ("name", "resourceVersion", "error")),
+            f"(!has(c.revision) || c.revision.matches(r'{REVISION_RE2}'))",
+            f"(!has(c.conflicts) || (size(c.conflicts) <= {MAX_CONFLICTS} && "
+            f"c.conflicts.all(x, x.matches(r'{NO_CONTROL_RE2}'))))",
+        ]
+    )
+    condition = " && ".join(text(f"c.{f}") for f in ("type", "reason", "message"))
+    return (
+        f"!has({s}) || ({text(s + '.release')} && {text(s + '.agentVersion')} && "
+        f"(!has({s}.configsets) || ({s}.configsets.size() <= {MAX_CONFIGSETS} && "
+        f"{s}.configsets.all(c, {configset}))) && "
+        f"(!has({s}.conditions) || {s}.conditions.all(c, {condition})))"
+    )
+
+
 def managednode_policy() -> list[dict[str, Any]]:
     managed = "[" + ", ".join(f"'{k}'" for k in MANAGED_KEYS) + "]"
     own = f"(k in {managed} || k.startsWith('{SELF_LABEL_PREFIX}'))"
@@ -168,6 +200,11 @@ def managednode_policy() -> list[dict[str, Any]]:
                 "expression": f"!('kubernetes.io/os' in {labels}) || "
                 f"{labels}['kubernetes.io/os'] in {kube_os}",
                 "message": "label kubernetes.io/os must be one of " + ", ".join(KUBE_OS),
+            },
+            {
+                "expression": _text_rules(),
+                "message": "status text holds a control character or line separator, a revision "
+                "is not a ControllerRevision name, or a list is longer than allowed",
             },
             {
                 "expression": _status_rules(),

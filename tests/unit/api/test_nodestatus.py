@@ -3,8 +3,26 @@
 from __future__ import annotations
 
 import base64
+import json
+import unicodedata
+from pathlib import Path
 
-from nodemanager.api.nodestatus import clean_status, printable, wireguard_key
+import pytest
+import yaml
+
+from nodemanager.api.nodestatus import (
+    MAX_CONFLICTS,
+    MAX_ERROR,
+    MAX_STATUS_BYTES,
+    NO_CONTROL_RE2,
+    clean_status,
+    has_control,
+    printable,
+    wireguard_key,
+    within_bounds,
+)
+
+ROOT = Path(__file__).resolve().parents[3]
 
 KEY = base64.b64encode(bytes(range(32))).decode()
 
@@ -68,3 +86,81 @@ def test_wireguard_keys_are_32_bytes_of_canonical_base64():
 
 def test_printable_replaces_control_characters_everywhere():
     assert printable({"a": ["x\ny", {"b": "c\td"}], "n": 1}) == {"a": ["x y", {"b": "c d"}], "n": 1}
+
+
+def test_the_control_rule_is_unicodes_cc_zl_and_zp_on_every_code_point():
+    # the CRD and the policy say \p{Cc}\p{Zl}\p{Zp} (RE2): the agent's set must be the same
+    for code in range(0x110000):
+        char = chr(code)
+        assert has_control(char) == (unicodedata.category(char) in ("Cc", "Zl", "Zp")), hex(code)
+
+
+@pytest.mark.parametrize("line_break", ["\u0085", "\u2028", "\u2029", "\x9b"])
+def test_unicode_line_breaks_are_dropped_from_peers_and_replaced_in_own_messages(line_break):
+    clean, problems = clean_status({"release": f"Arch{line_break}admin: true", "agentVersion": "1"})
+    assert clean == {"agentVersion": "1"}
+    assert problems == ["status.release: holds a control character"]
+    assert printable(f"a{line_break}b") == "a b"
+
+
+def test_a_configset_entry_with_a_bad_revision_or_time_is_dropped_alone():
+    good = {"name": "ok", "revision": "ok-5d8f", "lastApplied": "2030-01-01T00:00:00Z"}
+    clean, problems = clean_status(
+        {
+            "configsets": [
+                good,
+                {"name": "r", "revision": "r-1\nadmin: true"},
+                {"name": "t", "lastApplied": "2030-01-01t00:00:00z"},
+            ]
+        }
+    )
+    assert clean == {"configsets": [good]}
+    assert problems == [
+        "status.configsets[1].revision: not a ControllerRevision name",
+        "status.configsets[2].lastApplied: not an RFC 3339 time",
+    ]
+
+
+def test_a_status_past_the_size_bound_is_dropped_whole():
+    status = {"release": "x" * MAX_STATUS_BYTES}
+    clean, problems = clean_status(status)
+    assert clean == {}
+    size = len(json.dumps(status))
+    assert problems == [f"status: {size} bytes, more than {MAX_STATUS_BYTES}"]
+
+
+def test_own_status_is_cut_to_the_schemas_bounds():
+    status = {
+        "configsets": [
+            {"name": "a", "error": "e" * 5000, "conflicts": [f"file:/{i}" for i in range(40)]}
+        ]
+    }
+    entry = within_bounds(status)["configsets"][0]
+    assert len(entry["error"]) == MAX_ERROR and entry["error"].endswith("…")
+    assert entry["conflicts"] == [f"file:/{i}" for i in range(MAX_CONFLICTS)]
+    assert status["configsets"][0]["error"] == "e" * 5000  # the input is left as it was
+
+
+def _strings(schema: dict, path: str):
+    if schema.get("type") == "string":
+        yield path, schema
+    for key, sub in (schema.get("properties") or {}).items():
+        yield from _strings(sub, f"{path}.{key}")
+    for key in ("items", "additionalProperties"):
+        if isinstance(schema.get(key), dict):
+            yield from _strings(schema[key], f"{path}[]")
+
+
+def test_every_string_a_node_writes_has_a_pattern_and_a_bound_in_the_crd():
+    crd = yaml.safe_load((ROOT / "crds" / "managednodes.yaml").read_text())
+    for version in crd["spec"]["versions"]:
+        status = version["schema"]["openAPIV3Schema"]["properties"]["status"]
+        strings = dict(_strings(status, "status"))
+        assert strings
+        for path, schema in strings.items():
+            if "enum" in schema:
+                continue
+            assert "pattern" in schema, path
+            assert "maxLength" in schema or schema.get("format") == "date-time", path
+            if schema["pattern"].startswith("^[^"):  # free text: the one rule
+                assert schema["pattern"] == NO_CONTROL_RE2, path

@@ -1,0 +1,123 @@
+"""One rule for node-written text (issue 27 item 1), each lock tried alone on the real API server.
+
+Unicode's line breaks beyond ASCII (U+0085, U+2028, U+2029) passed the CRD, the admission policy
+and the agents' peer check, so a node's ``status.release`` became extra lines in another node's
+YAML. The CRD schema is tried with an administrator's credential (the policy does not apply to
+it); the policy with a node's own credential while the CRD's status patterns are relaxed, as on
+a cluster whose CRD is older; the peer check is tests/unit/api/test_nodestatus.py.
+"""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from kubernetes import client
+
+from tests.cluster.helpers import eventually
+from tests.cluster.test_isolation import GROUP, VERSION, cluster, refused  # noqa: F401
+
+pytestmark = pytest.mark.cluster
+CRD = Path(__file__).resolve().parents[2] / "crds" / "managednodes.yaml"
+RELAXED = ("pattern", "maxLength", "maxItems", "x-kubernetes-validations")
+
+BAD_TEXT = {
+    "U+2028 in the release": {"release": "Arch\u2028admin: true"},
+    "U+2029 in the release": {"release": "Arch\u2029admin: true"},
+    "U+0085 in the release": {"release": "Arch\u0085admin: true"},
+    "U+2028 in a ConfigSet error": {"configsets": [{"name": "x", "error": "a\u2028b"}]},
+    "U+0085 in a conflict": {"configsets": [{"name": "x", "conflicts": ["file:/a\u0085b"]}]},
+    "a newline in a revision": {"configsets": [{"name": "x", "revision": "x-1\nadmin: true"}]},
+    "U+2028 in a condition message": {
+        "conditions": [{"type": "Ready", "status": "True", "message": "ok\u2028admin: true"}]
+    },
+    "17 conflicts": {
+        "configsets": [{"name": "x", "conflicts": [f"file:/f{i}" for i in range(17)]}]
+    },
+}
+BAD_FOR_THE_SCHEMA_ONLY = {
+    # CEL reads a date-time field as a timestamp: the time's spelling is the schema's to check
+    "a lower-case RFC 3339 time": {
+        "configsets": [{"name": "x", "lastApplied": "2030-01-01t00:00:00z"}]
+    },
+}
+
+
+def patch_status(api: client.ApiClient, ns: str, status: dict) -> object:
+    return client.CustomObjectsApi(api).patch_namespaced_custom_object_status(
+        GROUP, VERSION, ns, "managednodes", "a", {"status": status}
+    )
+
+
+@pytest.mark.parametrize(
+    "status", [*BAD_TEXT.values(), *BAD_FOR_THE_SCHEMA_ONLY.values()],
+    ids=[*BAD_TEXT, *BAD_FOR_THE_SCHEMA_ONLY],
+)  # fmt: skip
+def test_the_crd_schema_refuses_it_from_anyone(cluster, status):  # noqa: F811
+    assert refused(lambda: patch_status(cluster.admin, cluster.ns, status))
+
+
+def test_the_same_text_without_the_break_is_accepted_from_a_node(cluster):  # noqa: F811
+    patch_status(
+        cluster.a,
+        cluster.ns,
+        {
+            "release": "Arch Linux – rolling (ünïcödé is fine)",
+            "configsets": [
+                {"name": "x", "revision": "x-7d9f8c", "lastApplied": "2030-01-01T00:00:00Z"}
+            ],
+        },
+    )
+
+
+def _relax(schema: object) -> object:
+    if isinstance(schema, dict):
+        return {k: _relax(v) for k, v in schema.items() if k not in RELAXED}
+    if isinstance(schema, list):
+        return [_relax(v) for v in schema]
+    return schema
+
+
+@pytest.fixture(scope="module")
+def older_crd(cluster):  # noqa: F811
+    """The ManagedNode CRD with no pattern or bound on status, restored after the test."""
+    api = client.ApiextensionsV1Api(cluster.admin)
+    shipped = yaml.safe_load(CRD.read_text())
+    crd = api.read_custom_resource_definition(shipped["metadata"]["name"])
+    relaxed = copy.deepcopy(shipped)
+    for version in relaxed["spec"]["versions"]:
+        props = version["schema"]["openAPIV3Schema"]["properties"]
+        props["status"] = _relax(props["status"])
+    relaxed["metadata"]["resourceVersion"] = crd.metadata.resource_version
+    api.replace_custom_resource_definition(relaxed["metadata"]["name"], relaxed)
+    probe = {"release": "relaxed\u2028"}
+    # an administrator's write passes once the relaxed schema is served
+    eventually(lambda: not refused(lambda: patch_status(cluster.admin, cluster.ns, probe)))
+    try:
+        yield
+    finally:
+        patch_status(cluster.admin, cluster.ns, {"release": "Arch Linux"})
+        done = subprocess.run(
+            ["kubectl", "--kubeconfig", cluster.kubeconfig, "apply", "-f", str(CRD)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        eventually(
+            lambda: refused(lambda: patch_status(cluster.admin, cluster.ns, probe)), timeout=30
+        )
+
+
+@pytest.mark.parametrize("status", BAD_TEXT.values(), ids=BAD_TEXT.keys())
+def test_the_admission_policy_refuses_it_from_a_node_where_the_crd_is_older(
+    cluster,  # noqa: F811
+    older_crd,
+    status,
+):
+    assert refused(
+        lambda: patch_status(cluster.a, cluster.ns, status), "nodemanager-node-restriction"
+    )
