@@ -127,6 +127,9 @@ def _status_rules() -> str:
     return f"!has({s}) || ({interfaces} && {wireguard} && {ssh})"
 
 
+_TOP_TEXT = ("release", "osPrettyName", "agentVersion")
+
+
 def _text_rules() -> str:
     """Every free-text string a node writes holds no control character, line or paragraph
     separator (api/nodestatus.py's one rule, as the CRD schema says it), and lists are bounded.
@@ -146,7 +149,7 @@ def _text_rules() -> str:
     )
     condition = " && ".join(text(f"c.{f}") for f in ("type", "reason", "message"))
     return (
-        f"!has({s}) || ({text(s + '.release')} && {text(s + '.agentVersion')} && "
+        f"!has({s}) || ({' && '.join(text(f'{s}.{f}') for f in _TOP_TEXT)} && "
         f"(!has({s}.configsets) || ({s}.configsets.size() <= {MAX_CONFIGSETS} && "
         f"{s}.configsets.all(c, {configset}))) && "
         f"(!has({s}.conditions) || {s}.conditions.all(c, {condition})))"

@@ -28,6 +28,7 @@ BAD_TEXT = {
     "U+2028 in the release": {"release": "Arch\u2028admin: true"},
     "U+2029 in the release": {"release": "Arch\u2029admin: true"},
     "U+0085 in the release": {"release": "Arch\u0085admin: true"},
+    "U+2028 in the OS name": {"osPrettyName": "Arch\u2028admin: true"},
     "U+2028 in a ConfigSet error": {"configsets": [{"name": "x", "error": "a\u2028b"}]},
     "U+0085 in a conflict": {"configsets": [{"name": "x", "conflicts": ["file:/a\u0085b"]}]},
     "a newline in a revision": {"configsets": [{"name": "x", "revision": "x-1\nadmin: true"}]},
