@@ -34,7 +34,7 @@ DEBS := etcd-server pacman-package-manager libarchive-tools zstd openssh-client 
 deps:
 	@missing=$$(for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
 # The README's second command: the whole suite, including the real control plane tests; the
@@ -87,5 +87,7 @@ bench: deps venv collections controlplane
 build: venv collections
 	$(PY) deploy/build.py bin/nodemanager
 
+# Only what the build made: the project's own collection (nodemanager.core) is tracked source.
 clean:
-	rm -rf $(VENV) bin build demo collections/ansible_collections
+	rm -rf $(VENV) bin build demo dist
+	find collections/ansible_collections -mindepth 1 -maxdepth 1 ! -name nodemanager -exec rm -rf {} +
