@@ -139,6 +139,7 @@ class HostFeatures:
                 log.warning("file backup garbage collection failed: %s", e)
         out = dict(observed)
         if self.upgrader:
+            self.upgrader.adopt(node)  # before the status could drop upstream's marker
             out.update(self.upgrader.status())
         try:
             prior = (node.get("status") or {}).get("fileBackups")

@@ -64,6 +64,16 @@ def rfc3339(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 
+def parse_time(value: object) -> float | None:
+    """An RFC 3339 time as stored in status (Go's metav1.Time), or None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return dt.datetime.fromisoformat(value.replace("z", "Z").replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
 @dataclass(frozen=True)
 class UpgradeSpec:
     schedule: Cron
@@ -79,8 +89,12 @@ class UpgradeSpec:
             schedule = Cron.parse(str(raw["schedule"]))
         except ValueError as e:
             raise ValueError(f"spec.upgrade.schedule: {e}") from None
+        if raw.get("delay") in (None, ""):  # upstream: no delay, no upgrade
+            raise ValueError(
+                'spec.upgrade.delay: required with a schedule, as upstream ("0" for none)'
+            )
         try:
-            delay = parse_duration(str(raw["delay"])) if raw.get("delay") else 0.0
+            delay = parse_duration(str(raw["delay"]))
         except ValueError as e:
             raise ValueError(f"spec.upgrade.delay: {e}") from None
         return cls(schedule, delay, str(raw["group"]) if raw.get("group") else None)
@@ -90,7 +104,8 @@ def not_due(spec: UpgradeSpec, *, held: bool, last: float | None, now: float) ->
     """Why no upgrade starts at ``now``, or None when one is due."""
     if held:
         return f"held by the {HOLD} annotation"
-    if not spec.schedule.matches(dt.datetime.fromtimestamp(now, dt.UTC)):
+    # Host-local time, as upstream's cronexpr over time.Now().
+    if not spec.schedule.matches(dt.datetime.fromtimestamp(now)):
         return "not a minute of spec.upgrade.schedule"
     if last is not None and (now - last < spec.delay or int(now // 60) == int(last // 60)):
         return "within spec.upgrade.delay of the last upgrade"
@@ -107,6 +122,7 @@ class UpgradeState:
     group: str | None = None  # the Lease held through the reboot
     cordoned: float | None = None  # when this agent cordoned the Kubernetes Node
     kernels: list[str] = field(default_factory=list)
+    adopted: bool = False  # upstream's lastUpgrade and cordon marker read from status (once)
 
 
 class Upgrader:
@@ -164,8 +180,26 @@ class Upgrader:
         self._save()
         return True
 
+    def adopt(self, node: Mapping[str, Any]) -> None:
+        """Once per state dir: take over what upstream's agent stored in status, so a migrated
+        node keeps its delay (``lastUpgrade``) and a Node upstream cordoned for an upgrade is
+        uncordoned (``kubernetesNodeCordoned``: upstream's marker, the same field as ours)."""
+        if self.state.adopted:
+            return
+        status = node.get("status") or {}
+        last = parse_time(status.get("lastUpgrade"))
+        if last is not None and (self.state.last_upgrade or 0) < last:
+            self.state.last_upgrade = last
+        cordoned = parse_time(status.get("kubernetesNodeCordoned"))
+        if cordoned is not None and self.state.cordoned is None:
+            log.info("adopting the cordon of Kubernetes Node %s recorded in status", self.name)
+            self.state.cordoned = cordoned
+        self.state.adopted = True
+        self._save()
+
     def tick(self, node: Mapping[str, Any], on_start: Callable[[], None] = lambda: None) -> bool:
         """Upgrade now if due; whether the state changed (status to rewrite)."""
+        self.adopt(node)
         if self.returned():
             return True
         meta = node.get("metadata") or {}

@@ -193,3 +193,41 @@ def test_kubectl_explain_has_field_descriptions(kubeconfig):
     explained = kubectl(kubeconfig, "explain", "configsets.spec.files.mode")
     assert explained.returncode == 0, explained.stderr
     assert "octal string" in explained.stdout
+
+
+def test_upstreams_zero_durations_and_status_fields_are_accepted_and_kept(api_client, namespace):
+    """Upstream's "zero means event-driven" and its status fields (managednode_types.go)."""
+    api = client.CustomObjectsApi(api_client)
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "ManagedNode",
+        "metadata": {"name": "zero"},
+        "spec": {
+            "reconcilePeriod": "0",
+            "upgrade": {"schedule": "0 3 * * *", "delay": "0", "group": "g"},
+        },
+    }
+    api.create_namespaced_custom_object(GROUP, VERSION, namespace, "managednodes", body)
+    sha = "a" * 64
+    status = {
+        "fileBackups": {"/etc/chrony.conf": sha},
+        "lastFileBucketGC": "2026-11-01T00:00:00Z",
+        "jailed": True,
+        "release": "6.6.1-arch1-1",
+    }
+    api.patch_namespaced_custom_object_status(
+        GROUP, VERSION, namespace, "managednodes", "zero", {"status": status}
+    )
+    stored = api.get_namespaced_custom_object(GROUP, VERSION, namespace, "managednodes", "zero")
+    assert stored["spec"]["reconcilePeriod"] == "0" and stored["spec"]["upgrade"]["delay"] == "0"
+    assert {k: stored["status"].get(k) for k in status} == status  # nothing pruned
+    with pytest.raises(ApiException) as refused:
+        api.patch_namespaced_custom_object_status(
+            GROUP,
+            VERSION,
+            namespace,
+            "managednodes",
+            "zero",
+            {"status": {"fileBackups": {"/etc/a\u2028b": sha}}},
+        )
+    assert "no control characters" in refused.value.body

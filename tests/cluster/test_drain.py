@@ -267,7 +267,7 @@ def test_upgrade_cordons_drains_through_the_budget_uncordons_and_renews_the_leas
     )
     managed = {
         "metadata": {"name": host},
-        "spec": {"upgrade": {"schedule": "* * * * *", "group": "upgrades"}},
+        "spec": {"upgrade": {"schedule": "* * * * *", "delay": "0", "group": "upgrades"}},
     }
     try:
         started = time.time()
@@ -312,7 +312,7 @@ def test_a_node_cordoned_by_an_administrator_stays_cordoned(fleet, tmp_path):
         reboot=["true"],
     )
     assert upgrader.tick(
-        {"metadata": {"name": host}, "spec": {"upgrade": {"schedule": "* * * * *"}}}
+        {"metadata": {"name": host}, "spec": {"upgrade": {"schedule": "* * * * *", "delay": "0"}}}
     )
     assert core.read_node(host).spec.unschedulable
     assert upgrader.status()["kubernetesNodeCordoned"] is None

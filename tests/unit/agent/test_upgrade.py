@@ -287,3 +287,58 @@ def test_a_failing_uncordon_after_a_crash_does_not_block_upgrades(tmp_path):
     assert len(plans) == 1  # upgraded; still ours to uncordon, tried again after it
     assert log == ["uncordon", "cordon", "drain", "uncordon"]
     assert u.status()["kubernetesNodeCordoned"]
+
+
+# -- upstream's meaning (internal/controller/common/managednode_controller.go) -----------------
+
+
+def test_a_schedule_without_delay_upgrades_nothing_and_says_why_as_upstream(tmp_path):
+    with pytest.raises(ValueError, match=r'spec.upgrade.delay: required .* \("0" for none\)'):
+        UpgradeSpec.parse({"schedule": "* * * * *"})
+    spec = UpgradeSpec.parse({"schedule": "* * * * *", "delay": "0"})
+    assert spec is not None and spec.delay == 0
+    plans = []
+    u = upgrader(tmp_path, run=lambda p: plans.append(p))
+    no_delay = {"metadata": {"name": "n"}, "spec": {"upgrade": {"schedule": "* * * * *"}}}
+    assert u.tick(no_delay) and plans == []
+    assert "spec.upgrade.delay: required" in u.state.message
+
+
+def test_the_schedule_is_read_in_host_local_time_as_upstream(monkeypatch):
+    import time
+
+    monkeypatch.setenv("TZ", "Europe/Paris")  # UTC+1 in January
+    time.tzset()
+    try:
+        spec = UpgradeSpec.parse({"schedule": "0 3 * * *", "delay": "1h"})
+        three_local = at("2026-01-05T02:00").timestamp()  # 02:00 UTC is 03:00 in Paris
+        assert not_due(spec, held=False, last=None, now=three_local) is None
+        assert not_due(spec, held=False, last=None, now=three_local + 3600) is not None
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+
+
+def test_upstreams_last_upgrade_in_status_holds_the_delay(tmp_path):
+    plans = []
+    u = upgrader(tmp_path, run=lambda p: plans.append(p))
+    me = node()
+    me["status"] = {"lastUpgrade": "2027-01-15T07:30:00Z"}  # 30 min before the clock; delay 1h
+    assert not u.tick(me) and plans == []
+    assert u.status()["lastUpgrade"] == "2027-01-15T07:30:00Z"  # reported, not dropped
+
+
+def test_a_node_upstream_cordoned_is_uncordoned_once(tmp_path):
+    log = []
+    u = upgrader(tmp_path, drainer=Drainer(log))
+    stored = {
+        "metadata": {"name": "n"},
+        "status": {"kubernetesNodeCordoned": "2027-01-15T07:00:00Z"},
+    }
+    u.adopt(stored)
+    assert u.status()["kubernetesNodeCordoned"] == "2027-01-15T07:00:00Z"  # not dropped first
+    u.tick(stored)
+    assert log == ["uncordon"] and u.status()["kubernetesNodeCordoned"] is None
+    again = upgrader(tmp_path, drainer=Drainer(log))  # a restart before the status was written
+    again.tick(stored)
+    assert log == ["uncordon"]  # adopted once: a later cordon by an administrator stays
