@@ -305,7 +305,13 @@ def test_kill_9_during_an_ansible_run_leaves_nothing_after_restart(
                         }
                     ],
                 ),
-                "executions": [{"command": "/bin/sh", "args": ["-c", f"sleep 300; echo {marker}"]}],
+                "executions": [
+                    {
+                        "command": "/bin/sh",
+                        "args": ["-c", f"sleep 300; echo {marker}"],
+                        "onEveryApply": True,
+                    }
+                ],
             },
         )
         shells = eventually(lambda: processes_with(marker), timeout=60, message="the slow run")
