@@ -195,6 +195,9 @@ class Daemon:
         )
         self.nodes_informer: Informer | None = None  # started only when a template reads `nodes`
         self.registered = threading.Event()
+        # Set when a registration attempt failed: only then is the agent offline. Before the
+        # first answer it is merely starting, and says nothing (no false "offline" then "online").
+        self.unreachable = threading.Event()
         self.ready = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -270,6 +273,9 @@ class Daemon:
                     return
                 delay = backoff.next()
                 log.warning("cannot register ManagedNode (%s); retrying in %.0f s", e, delay)
+                if not self.unreachable.is_set():
+                    self.unreachable.set()
+                    self.dirty.mark("offline")  # enforce the last applied state meanwhile
                 self.stop.wait(delay)
 
     def _refuse_labels(self, e: Exception) -> None:
@@ -347,7 +353,11 @@ class Daemon:
         """The inputs from the live cache, or, before it synced, those last applied (offline)."""
         if not self._online():
             stored = self.reconciler.applied.snapshot
-            offline = stored if stored and not self.registered.is_set() else None
+            offline = (
+                stored
+                if stored and not self.registered.is_set() and self.unreachable.is_set()
+                else None
+            )
             if offline is not None and not self._offline:
                 self._offline = True
                 log.warning(

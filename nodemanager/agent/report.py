@@ -1,5 +1,6 @@
-"""Log lines that say what a reconcile did: which ConfigSet and resource changed or failed, and
-why, at info level. A failed run used to log only its duration.
+"""Log lines that say what a reconcile did: which ConfigSet and resource changed (INFO) or
+failed, and why (WARNING, so a WARNING filter sees every failure). A failed run used to log
+only its duration.
 
 Messages are the module's own (Ansible censors those of ``no_log`` tasks, which is how
 Secret-fed files run); diffs are never logged.
@@ -26,7 +27,14 @@ def log_outcomes(outcomes: Iterable[Any]) -> None:
     """One line per ConfigSet that ended with errors (ConfigSetResult): templates, invalid
     specs and conflicts never reach Ansible, so they have no task result."""
     for o in outcomes:
-        for error in o.errors:
-            log.info("ConfigSet %s@%s: %s", o.name, o.resource_version, error)
+        for f in o.failures:
+            log.warning(
+                "ConfigSet %s@%s: resource %s failed: %s",
+                o.name,
+                o.resource_version,
+                f.resource or "(the run)",
+                f.message,
+                extra={"configset": o.name, "resource": f.resource},
+            )
         for conflict in o.conflicts:
-            log.info("ConfigSet %s: conflict %s: applied from neither", o.name, conflict)
+            log.warning("ConfigSet %s: conflict %s: applied from neither", o.name, conflict)

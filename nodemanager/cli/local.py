@@ -233,4 +233,9 @@ def restore(path: str, sha: str | None, list_: bool, state_dir: str) -> None:
         version = store.restore(path, sha)
     except (BackupError, OSError, ValueError) as e:
         raise click.ClickException(str(e)) from e
-    click.echo(f"restored {path}: {version.sha256[:12]}, saved {version.saved_at_text}", err=True)
+    click.echo(
+        f"restored {path}: {version.sha256[:12]}, saved {version.saved_at_text}, "
+        f"mode {version.mode:04o}, owner {version.owner or version.uid}:"
+        f"{version.group or version.gid}",
+        err=True,
+    )

@@ -16,6 +16,9 @@ def _timestamp(record: logging.LogRecord) -> str:
     )
 
 
+FIELDS = ("node", "configset", "resource")
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: what log collectors on hosts ingest best."""
 
@@ -26,6 +29,10 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
+        for key in FIELDS:  # bound by the logger (extra=), so collectors can filter on them
+            value = getattr(record, key, None)
+            if value:
+                entry[key] = value
         if record.exc_info:
             entry["error"] = self.formatException(record.exc_info)
         return json.dumps(entry)

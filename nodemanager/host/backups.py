@@ -165,10 +165,13 @@ class BackupStore:
             raise BackupError(f"{path}: the content of {version.sha256[:12]} is damaged")
         current = self.versions(path)
         self.save([(path, version.secret or any(v.secret for v in current))])
-        write_atomic(path, data, mode=version.mode)
+        # Private until owned right: a chown clears setuid/setgid, so the mode comes last, and a
+        # setuid file never exists owned by whoever runs the restore.
+        write_atomic(path, data, mode=0o600)
         uid = _id(pwd.getpwnam, version.owner, version.uid)
         gid = _id(grp.getgrnam, version.group, version.gid)
         os.lchown(path, uid, gid)
+        os.chmod(path, version.mode)
         return version
 
     # -- garbage collection ------------------------------------------------------------------

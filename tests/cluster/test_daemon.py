@@ -451,6 +451,14 @@ def test_offline_start_enforces_last_applied_state(
     finally:
         assert first.stop() == 0
     assert f"ConfigSet o: changed file:{target}" in first.log()  # what changed, at info level
+    # A restart with a stored state and the server up says nothing of offline/online (it
+    # used to log both at every start).
+    again = Agent(kubeconfig, namespace, host, tmp_path / "state").start()
+    try:
+        eventually(lambda: "reconciled in" in again.log(), timeout=30, message="reconciled")
+    finally:
+        assert again.stop() == 0
+    assert "offline:" not in again.log() and "online:" not in again.log(), again.log()
     target.unlink()
     control_plane.stop_apiserver()
     second = Agent(kubeconfig, namespace, host, state)

@@ -95,3 +95,25 @@ def test_gc_drops_old_versions_and_their_unreferenced_blobs(tmp_path):
     assert [v.sha256 for v in store.versions(str(b))] == [hashlib.sha256(b"shared").hexdigest()]
     blobs = list((tmp_path / "state" / "backups" / "blobs").glob("*/*"))
     assert [p.name for p in blobs] == [hashlib.sha256(b"shared").hexdigest()]
+
+
+def test_restore_brings_a_setuid_file_back_setuid_with_its_owner(tmp_path):
+    """#27 item 9: a chown after the write cleared setuid (the file came back 0755)."""
+    from click.testing import CliRunner
+
+    from nodemanager.cli import main
+
+    target = tmp_path / "helper"
+    target.write_text("#!/bin/sh\n")
+    os.chown(target, 2, 3)
+    os.chmod(target, 0o4755)  # after the chown, which would clear it
+    state = tmp_path / "state"
+    BackupStore(state).save([(str(target), False)])
+    target.write_text("replaced\n")
+    os.chown(target, 0, 0)
+    os.chmod(target, 0o644)
+    result = CliRunner().invoke(main, ["restore", str(target), "--state-dir", str(state)])
+    assert result.exit_code == 0, result.output
+    st = os.stat(target)
+    assert (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid) == (0o4755, 2, 3)
+    assert "mode 4755, owner " in result.stderr
