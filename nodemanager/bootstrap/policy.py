@@ -41,6 +41,12 @@ LEASES_POLICY = "nodemanager-node-leases"
 TOKENS_POLICY = "nodemanager-node-tokens"
 NODES_POLICY = "nodemanager-node-cordon"
 MAX_TOKEN_SECONDS = 30 * 86400
+# Leases share one name space in the namespace: a node's liveness Lease is named after it, a
+# group Lease after its group, the fleet controller's election Lease is "nodemanager-controller"
+# (controller/manager.py LEADER_LEASE). A node or group of that name would hold the election
+# Lease and the controller would never lead; the prefix is kept for the project's own Leases.
+RESERVED_PREFIX = "nodemanager-"
+RESERVED_NAMES = ("nodemanager-controller",)
 KUBE_OS = ("linux", "freebsd")
 
 ME = "'system:serviceaccount:' + request.namespace + ':nodemanager-'"
@@ -246,6 +252,7 @@ def events_policy() -> list[dict[str, Any]]:
 
 
 def leases_policy() -> list[dict[str, Any]]:
+    reserved = "[" + ", ".join(f"'{n}'" for n in RESERVED_NAMES) + "]"
     return _policy(
         LEASES_POLICY,
         [_rule("coordination.k8s.io", ["leases"], ["CREATE", "UPDATE"])],
@@ -256,7 +263,14 @@ def leases_policy() -> list[dict[str, Any]]:
                 "expression": "!has(object.spec.holderIdentity) || object.spec.holderIdentity == ''"
                 f" || request.userInfo.username == {ME} + object.spec.holderIdentity",
                 "message": "a node may only hold Leases as itself",
-            }
+            },
+            {
+                "expression": f"!(object.metadata.name in {reserved}) && "
+                f"(!object.metadata.name.startsWith('{RESERVED_PREFIX}') || "
+                f"request.userInfo.username == {ME} + object.metadata.name)",
+                "message": f"Lease names starting {RESERVED_PREFIX} are reserved for the project "
+                "(the controller's election Lease)",
+            },
         ],
     )
 

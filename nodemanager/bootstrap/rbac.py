@@ -27,12 +27,39 @@ drain.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodemanager.bootstrap.policy import GROUP, KEEP_LABEL, admission_policies, namespace_guard
+from nodemanager.bootstrap.policy import (
+    GROUP,
+    KEEP_LABEL,
+    RESERVED_NAMES,
+    RESERVED_PREFIX,
+    admission_policies,
+    namespace_guard,
+)
 
 LABELS = {"app.kubernetes.io/name": "nodemanager"}
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+
+
+def name_problems(hostname: str | None, lease_groups: Sequence[str] = ()) -> list[str]:
+    """Why these names cannot be a node's or its groups' (each becomes a Lease name)."""
+    problems = []
+    if hostname is not None:
+        if not _DNS_SUBDOMAIN.fullmatch(hostname):
+            problems.append(f"hostname {hostname!r} is not a lower-case DNS name")
+        elif hostname in RESERVED_NAMES:
+            problems.append(f"hostname {hostname!r} is reserved (the controller's election Lease)")
+    for group in lease_groups:
+        if not _DNS_SUBDOMAIN.fullmatch(group):
+            problems.append(f"lease group {group!r} is not a lower-case DNS name")
+        elif group.startswith(RESERVED_PREFIX):
+            problems.append(f"lease group {group!r}: names starting {RESERVED_PREFIX} are reserved")
+        elif group == hostname:
+            problems.append(f"lease group {group!r} is the node's own liveness Lease")
+    return problems
 
 
 def service_account(hostname: str) -> str:

@@ -70,11 +70,14 @@ def rbac(
     not be kept from deleting them with one node. It grants no Secret or ConfigMap: the fleet
     controller (`nodemanager controller`, deploy/controller.yaml) grants each node exactly those its
     ConfigSets reference, so ConfigSets with secretRefs or configMapRefs need it running."""
-    from nodemanager.bootstrap.rbac import manifests, shared_manifests
+    from nodemanager.bootstrap.rbac import manifests, name_problems, shared_manifests
 
     groups = [g.strip() for g in lease_groups.split(",") if g.strip()]
     if not hostname and not shared:
         raise click.UsageError("give --hostname H (one node's objects) and/or --shared")
+    problems = name_problems(hostname, groups)
+    if problems:
+        raise click.UsageError("; ".join(problems))
     host = manifests(hostname, namespace, labels(node_labels), groups, drain) if hostname else []
     # Both outputs start with the same Namespace document: print it once.
     docs = [*shared_manifests(namespace), *host[1:]] if shared else host

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from click.testing import CliRunner
 
 from nodemanager.bootstrap.credentials import MAX_TTL_SECONDS, check_ttl
-from nodemanager.bootstrap.rbac import manifests, shared_manifests
+from nodemanager.bootstrap.policy import RESERVED_NAMES, RESERVED_PREFIX
+from nodemanager.bootstrap.rbac import manifests, name_problems, shared_manifests
+from nodemanager.cli import main
 
 
 def test_per_node_output_holds_the_guarded_namespace_then_per_node_objects():
@@ -54,3 +57,35 @@ def test_rbac_output_says_the_controller_is_needed_for_references():
     assert "# No Secret or ConfigMap is granted here." in header
     assert "nodemanager rbac --shared" in header  # the policies are not in this output
     assert "nodemanager controller" in out.split("apiVersion")[0]
+
+
+def test_the_reserved_names_are_the_controllers_own():
+    from nodemanager.controller.manager import LEADER_LEASE
+
+    assert LEADER_LEASE in RESERVED_NAMES and LEADER_LEASE.startswith(RESERVED_PREFIX)
+
+
+@pytest.mark.parametrize("name", RESERVED_NAMES)
+def test_rbac_refuses_a_reserved_hostname_in_one_line(name):
+    result = CliRunner().invoke(main, ["rbac", "--hostname", name])
+    assert result.exit_code == 2 and "reserved" in result.output
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    "groups, because",
+    [
+        *((name, "reserved") for name in RESERVED_NAMES),
+        ("nodemanager-upgrades", "reserved"),
+        ("web-1", "own liveness Lease"),
+        ("Upgrades", "not a lower-case DNS name"),
+    ],
+)
+def test_rbac_refuses_a_lease_group_that_names_a_projects_or_its_own_lease(groups, because):
+    result = CliRunner().invoke(main, ["rbac", "--hostname", "web-1", "--lease-groups", groups])
+    assert result.exit_code == 2 and because in result.output
+
+
+def test_rbac_refuses_a_hostname_that_is_no_object_name():
+    assert name_problems("Web_1") == ["hostname 'Web_1' is not a lower-case DNS name"]
+    assert name_problems("web-1.example.com", ["upgrades", "db"]) == []
