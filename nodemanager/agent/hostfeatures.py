@@ -79,6 +79,25 @@ def _replaces(f: File, contents: Mapping[str, Rendered]) -> bool:
         return False
 
 
+PURGE_MODULE = "nodemanager.core.purge"
+
+
+def _purged(directory: str, keep: Sequence[str]) -> list[str]:
+    """What ``nodemanager.core.purge`` will remove from ``directory``: every entry directly in
+    it that is not a directory and not kept (the module's rule; only regular files have content
+    to back up, the store skips the rest)."""
+    kept = {os.path.normpath(p) for p in keep}
+    try:
+        with os.scandir(directory) as entries:
+            return sorted(
+                e.path
+                for e in entries
+                if not e.is_dir(follow_symlinks=False) and e.path not in kept
+            )
+    except OSError:  # missing: the module removes nothing there either
+        return []
+
+
 class HostFeatures:
     def __init__(
         self,
@@ -99,6 +118,7 @@ class HostFeatures:
         self, plan: Plan, contents: Mapping[str, Rendered]
     ) -> Callable[[list[str]], None]:
         files: dict[str, object] = {r.id: r.spec for r in plan.desired.of_kind("file")}
+        keeps = {s.path: s.keep for s in plan.steps if s.module == PURGE_MODULE}
 
         def backup(resources: list[str]) -> None:
             if self.locks:
@@ -111,6 +131,10 @@ class HostFeatures:
                         contents.get(f.path) and contents[f.path].secret
                     )
                     due.append((f.path, secret))
+                elif isinstance(f, File) and f.purge and f.path in keeps:
+                    for doomed in _purged(f.path, keeps[f.path]):
+                        log.info("purge of %s removes %s (backed up first)", f.path, doomed)
+                        due.append((doomed, False))
             try:
                 saved = self.backups.save(due)
             except OSError as e:  # a full disk must not stop the host from converging

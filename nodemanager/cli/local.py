@@ -164,6 +164,12 @@ def _progress(result: TaskResult) -> None:
     help="Skip tasks a plain-Python check proves converged; "
     "--no-fast-path sends every task to Ansible.",
 )
+@click.option(
+    "--state-dir",
+    default="/var/lib/nodemanager",
+    show_default=True,
+    help="Where file backups go (as the agent's): `nodemanager restore PATH` puts one back.",
+)
 def apply(
     files: tuple[str, ...],
     node_labels: str | None,
@@ -172,8 +178,10 @@ def apply(
     check: bool,
     diff: bool,
     fast_path: bool,
+    state_dir: str,
 ) -> None:
     """Apply ConfigSet files to this host now (local mode, no cluster)."""
+    from nodemanager.agent.hostfeatures import HostFeatures
     from nodemanager.executor.errors import ExecutorError
     from nodemanager.executor.run import apply as apply_plan
     from nodemanager.executor.summary import summarize
@@ -187,6 +195,8 @@ def apply(
             check=check,
             diff=diff,
             on_result=_progress if show_progress else None,
+            # The agent's backups, one pipeline: what a replace or purge removes is saved first.
+            before_change=HostFeatures(state_dir).before_change(local.plan, local.planned.contents),
         )
     except ExecutorError as e:
         raise click.ClickException(str(e)) from e

@@ -3,11 +3,13 @@ and ansible-runner), the real `nodemanager restore` command and Debian's wiregua
 
 import base64
 import hashlib
+import logging
 import os
 import stat
 import subprocess
 
 import pytest
+import yaml
 
 from nodemanager.agent.hostfeatures import HostFeatures
 from nodemanager.agent.metrics import Metrics
@@ -137,3 +139,45 @@ def test_wireguard_bad_interface_is_an_event_naming_the_field(tmp_path):
     assert result.event and result.event[0] == "WireGuardKeyFailed"
     assert "spec.wireGuard.interface" in result.event[1]
     assert "wireGuard" not in result.status or result.status["wireGuard"] == []
+
+
+def test_files_a_purge_removes_are_named_in_the_log_and_backed_up(tmp_path, caplog):
+    state, d = tmp_path / "state", tmp_path / "conf.d"
+    d.mkdir()
+    (d / "declared.conf").write_text("mine\n")
+    (d / "stray.conf").write_text("left by hand\n")
+    (d / "sub").mkdir()  # subdirectories are never purged
+    r = reconciler(state)
+    files = [
+        {"path": str(d), "ensure": "directory", "purge": True},
+        {"path": str(d / "declared.conf"), "content": "mine\n"},
+    ]
+    with caplog.at_level(logging.INFO, logger="nodemanager.agent.hostfeatures"):
+        result = r.reconcile(snap(files), full=True)
+    assert not result.failed, result.status
+    assert not (d / "stray.conf").exists() and (d / "sub").is_dir()
+    assert f"purge of {d} removes {d / 'stray.conf'} (backed up first)" in caplog.text
+    assert result.status["fileBackups"] == {str(d / "stray.conf"): sha(b"left by hand\n")}
+    restored = nm("restore", str(d / "stray.conf"), "--state-dir", str(state))
+    assert restored.returncode == 0, restored.stderr
+    assert (d / "stray.conf").read_text() == "left by hand\n"
+
+
+def test_local_apply_backs_up_what_it_replaces_so_restore_works(tmp_path):
+    state, target = tmp_path / "state", tmp_path / "app.conf"
+    target.write_text("by hand\n")
+    os.chmod(target, 0o640)
+    doc = {
+        "apiVersion": "common.nodemanager/v1",
+        "kind": "ConfigSet",
+        "metadata": {"name": "local"},
+        "spec": {"selector": {}, "files": [{"path": str(target), "content": "declared\n"}]},
+    }
+    cs = tmp_path / "cs.yaml"
+    cs.write_text(yaml.safe_dump(doc))
+    applied = nm("apply", "-f", str(cs), "--state-dir", str(state))
+    assert applied.returncode == 0, applied.stderr
+    assert target.read_text() == "declared\n"
+    restored = nm("restore", str(target), "--state-dir", str(state))
+    assert restored.returncode == 0, restored.stderr
+    assert target.read_text() == "by hand\n" and stat.S_IMODE(target.stat().st_mode) == 0o640
