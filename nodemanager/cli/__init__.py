@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from nodemanager import __version__
-from nodemanager.cli import access, agent, completion, controller, local, rollout, upstream
+from nodemanager.cli import access, agent, completion, controller, local, migrate, rollout, upstream
 from nodemanager.cli.errors import Root
 from nodemanager.cli.options import add_verbose, emit, pass_down
 
@@ -74,6 +74,7 @@ COMMANDS: Sequence[click.Command] = (
     access.bootstrap,
     access.revoke,
     completion.completion,
+    migrate.migrate,
 )
 for command in COMMANDS:
     main.add_command(command)

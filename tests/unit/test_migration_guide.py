@@ -57,3 +57,16 @@ def test_translations_render_and_are_not_taken_for_gomplate(template):
         "SSHFP": "web-1 IN SSHFP 4 2 abcd",
     }
     assert any(marker in text and line in text for marker, line in expected.items()), text
+
+
+@pytest.mark.parametrize("go, jinja", list(zip(GO, JINJA, strict=True)))
+def test_nodemanager_migrate_translates_each_example_to_the_same_output(go, jinja):
+    """desired/gomplate.py: the translated upstream example renders what the guide's does."""
+    from nodemanager.desired.gomplate import translate
+
+    result = translate(go)
+    assert result.problems == []
+    assert not GOMPLATE.search(result.text)
+    ours = render_file(File(path="/x", template=result.text, secret_refs=(Ref("app"),)), DATA)
+    guide = render_file(File(path="/x", template=jinja, secret_refs=(Ref("app"),)), DATA)
+    assert ours.text == guide.text

@@ -1,0 +1,147 @@
+"""Moving from upstream on a real API server: upstream's CRDs and objects with upstream's status
+stored first, then ours installed over them (twice) and our agent started. Nothing is lost,
+nothing re-keyed, and an upstream ConfigSet selecting upstream's label values keeps selecting.
+
+A control plane of its own: upstream's CRDs must not prune the shared one's objects.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from kubernetes import client, config
+
+from nodemanager.host.osinfo import read_os_release
+from tests.cluster.agent import Agent
+from tests.cluster.helpers import eventually
+from tests.controlplane.cluster import ControlPlane
+
+pytestmark = pytest.mark.cluster
+ROOT = Path(__file__).resolve().parents[2]
+UPSTREAM_CRDS = ROOT / "tests" / "fixtures" / "upstream" / "crds"
+GROUP, VERSION, NS = "common.nodemanager", "v1", "nodemanager"
+SHA = "5" * 64
+
+
+def kubectl(kubeconfig: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["kubectl", "--kubeconfig", kubeconfig, *args], input=stdin, capture_output=True, text=True
+    )
+
+
+@pytest.fixture(scope="module")
+def upstream_cluster(tmp_path_factory):
+    try:
+        cp = ControlPlane(tmp_path_factory.mktemp("upstream-cp")).start()
+    except Exception as e:
+        pytest.fail(f"cannot start the test control plane: {e}", pytrace=False)
+    try:
+        yield cp
+    finally:
+        cp.stop()
+
+
+def established(api: client.ApiextensionsV1Api) -> bool:
+    for name in ("configsets.common.nodemanager", "managednodes.common.nodemanager"):
+        conds = {
+            c.type: c.status
+            for c in api.read_custom_resource_definition(name).status.conditions or []
+        }
+        assert conds.get("Established") == "True", name
+    return True
+
+
+def test_upstream_objects_and_status_survive_our_crds_and_agent(upstream_cluster, tmp_path):
+    kc = str(upstream_cluster.kubeconfig)
+    api_client = config.new_client_from_config(kc)
+    ext, custom = client.ApiextensionsV1Api(api_client), client.CustomObjectsApi(api_client)
+    done = kubectl(kc, "apply", "-f", str(UPSTREAM_CRDS))
+    assert done.returncode == 0, done.stderr
+    eventually(lambda: established(ext), timeout=30)
+    kubectl(kc, "create", "namespace", NS)
+
+    host, os_id = "migrated-host", read_os_release().id
+    machine = platform.machine()
+    target = tmp_path / "chrony.conf"
+    # As upstream's agent left them: its labels (os-release ID, uname machine) and its status.
+    node = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "ManagedNode",
+        "metadata": {
+            "name": host,
+            "labels": {
+                "kubernetes.io/hostname": host,
+                "kubernetes.io/os": os_id,
+                "kubernetes.io/arch": machine,
+            },
+        },
+        "spec": {"upgrade": {"schedule": "0 3 * * *", "delay": "23h", "group": "workers"}},
+    }
+    custom.create_namespaced_custom_object(GROUP, VERSION, NS, "managednodes", node)
+    status = {
+        "release": "6.1.0-upstream",
+        "fileBackups": {"/etc/upstream-kept.conf": SHA},
+        "lastFileBucketGC": "2026-11-01T00:00:00Z",
+        "lastUpgrade": "2026-11-20T03:00:00Z",
+        "kubernetesNodeCordoned": "2026-11-20T02:59:00Z",
+        "jailed": True,
+    }
+    custom.patch_namespaced_custom_object_status(
+        GROUP, VERSION, NS, "managednodes", host, {"status": status}
+    )
+    # Upstream's documented ConfigSet shape (docs/api/configset.md), keyed on its label value.
+    configset = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "ConfigSet",
+        "metadata": {"name": "clock", "labels": {"kubernetes.io/os": os_id}},
+        "spec": {"files": [{"path": str(target), "ensure": "file", "content": "pool x\n"}]},
+    }
+    custom.create_namespaced_custom_object(GROUP, VERSION, NS, "configsets", configset)
+
+    for _ in range(2):  # `make install` over upstream's, twice
+        done = kubectl(kc, "apply", "-f", str(ROOT / "crds"))
+        assert done.returncode == 0, done.stderr
+    eventually(lambda: established(ext), timeout=30)
+    stored = custom.get_namespaced_custom_object(GROUP, VERSION, NS, "managednodes", host)
+    assert {k: stored["status"].get(k) for k in status} == status  # nothing pruned
+
+    # `nodemanager migrate` reads the cluster: a dry run, the report names what changes.
+    migrated = subprocess.run(
+        [str(Path(os.sys.executable).with_name("nodemanager")), "migrate", "--kubeconfig", kc,
+         "-n", NS], capture_output=True, text=True,
+    )  # fmt: skip
+    assert migrated.returncode == 0, migrated.stderr
+    kinds = [d["kind"] for d in yaml.safe_load_all(migrated.stdout)]
+    assert kinds == ["ConfigSet", "ManagedNode"]
+    assert f"label kubernetes.io/os={os_id}" in migrated.stderr
+    assert "upstream's cordon is adopted" in migrated.stderr
+
+    agent = Agent(kc, NS, host, tmp_path / "state").start()
+    try:
+        eventually(
+            lambda: target.exists() and target.read_text() == "pool x\n",
+            timeout=60,
+            message="upstream's ConfigSet selects the migrated node with no edit",
+        )
+
+        def written():
+            now = custom.get_namespaced_custom_object(GROUP, VERSION, NS, "managednodes", host)
+            assert now["status"].get("agentVersion"), now["status"]
+            return now
+
+        now = eventually(written, timeout=60, message="the agent wrote its status")
+    finally:
+        agent.stop()
+    kept = now["status"]
+    assert kept["fileBackups"]["/etc/upstream-kept.conf"] == SHA  # read back, not overwritten
+    assert kept["lastFileBucketGC"] == status["lastFileBucketGC"]
+    assert kept["jailed"] is True
+    assert kept["lastUpgrade"] == status["lastUpgrade"]  # adopted, holds the delay
+    assert kept["release"] == platform.release()  # uname -r, as upstream
+    labels = now["metadata"]["labels"]
+    assert labels["kubernetes.io/os"] in ("linux", "freebsd")  # kubelet's value, still selected
