@@ -160,6 +160,10 @@ class Daemon:
                     GroupLock(self.clients, opts.namespace, self.name), wait=self.stop.wait
                 ),
                 upgrader=self.upgrader,
+                # upstream kept the WireGuard key in this Secret: adopted once, then the file
+                adopt_key=lambda iface: self.node_client.secret_value(
+                    f"wg-{iface}-{self.name}", "private-key"
+                ),
             ),
             run=functools.partial(apply, work_dir=str(self.runs)),
         )

@@ -102,10 +102,10 @@ def _managednode(doc: dict[str, Any], out: Migrated) -> None:
         iface = wg.get("interface") or "wg0"
         node = (doc.get("metadata") or {}).get("name", "NODE")
         out.changes.append(
-            f"{name} spec.wireGuard: the private key lives on the host, not in Secret "
-            f"wg-{iface}-{node}: the agent adopts the running {iface}'s key; if {iface} is not "
-            f"up, put the Secret's private-key in <state-dir>/wireguard/{iface}.key (mode 0600) "
-            "before the agent starts, or the public key changes"
+            f"{name} spec.wireGuard: the private key moves to the host: the agent adopts the "
+            f"running {iface}'s key, else Secret wg-{iface}-{node} once (grant the node get on "
+            f"it), else makes a new one: then put the old one in "
+            f"<state-dir>/wireguard/{iface}.key (0600) before it starts"
         )
     status = doc.get("status") or {}
     if status.get("kubernetesNodeCordoned"):

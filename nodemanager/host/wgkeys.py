@@ -4,19 +4,23 @@ Upstream keeps the private key in a Kubernetes Secret. Here it never leaves the 
 0600 file in a 0700 directory under the state directory, and only the public key is reported.
 A key is never replaced: the stored file wins; without one, the private key of a live interface
 of that name (``wg show IFACE private-key``) is adopted, so enabling the field on a host that
-already runs WireGuard keeps its peers working; only then is a new key generated with
-``wg genkey`` (Debian's wireguard-tools). The key is Curve25519, as WireGuard's.
+already runs WireGuard keeps its peers working; then the key upstream kept in its Secret
+(``adopt``, read once: from then on the file is the key); only then is a new key generated
+with ``wg genkey`` (Debian's wireguard-tools). The key is Curve25519, as WireGuard's.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from nodemanager.fsutil import write_atomic
 
+log = logging.getLogger(__name__)
 # A WireGuard key: 32 bytes, base64 (44 characters ending in "=").
 _KEY = re.compile(r"^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$")
 _INTERFACE = re.compile(r"^[A-Za-z0-9_=+.-]{1,15}$")  # Linux IFNAMSIZ, wg-quick's rule
@@ -41,9 +45,14 @@ def _wg(*args: str, stdin: str | None = None) -> str:
 class KeyStore:
     """Keypairs by interface name under ``<state_dir>/wireguard``; public keys cached in memory."""
 
-    def __init__(self, state_dir: str | os.PathLike[str]):
+    def __init__(
+        self,
+        state_dir: str | os.PathLike[str],
+        adopt: Callable[[str], str | None] | None = None,
+    ):
         self.dir = Path(state_dir) / "wireguard"
         self._public: dict[str, str] = {}
+        self.adopt = adopt  # interface -> the private key upstream stored, or None
 
     def path(self, interface: str) -> Path:
         return self.dir / f"{interface}.key"
@@ -75,13 +84,29 @@ class KeyStore:
             if path.stat().st_mode & 0o077:
                 os.chmod(path, 0o600)
             return stored
-        private = self._live(interface) or _wg("genkey")
+        private = self._live(interface) or self._adopted(interface) or _wg("genkey")
         if not _KEY.match(private):
             raise WireGuardKeyError("wg genkey returned no key")
         self.dir.mkdir(parents=True, exist_ok=True)
         os.chmod(self.dir, 0o700)
         write_atomic(path, (private + "\n").encode(), mode=0o600)
         return private
+
+    def _adopted(self, interface: str) -> str | None:
+        if self.adopt is None:
+            return None
+        try:
+            key = (self.adopt(interface) or "").strip()
+        except Exception as e:  # no grant, no API: a new key, and the way to keep the old one
+            log.warning(
+                "cannot read the key upstream kept for %s (%s); making a new one. To keep the "
+                "old one, put its private key in %s (0600) and restart the agent",
+                interface,
+                e,
+                self.path(interface),
+            )
+            return None
+        return key if _KEY.match(key) else None
 
     @staticmethod
     def _live(interface: str) -> str | None:

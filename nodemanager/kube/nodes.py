@@ -6,6 +6,7 @@ callers only call ``patch_status`` when the status they computed differs from th
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import logging
 from collections.abc import Mapping
@@ -87,6 +88,20 @@ class NodeClient:
             )
         except ApiException as e:
             raise translate(e) from e
+
+    def secret_value(self, name: str, key: str) -> str | None:
+        """One key of a Secret in the namespace, decoded; None when the Secret or key is absent.
+        Raises KubeError (Forbidden without a grant)."""
+        try:
+            secret = client.CoreV1Api(self.clients.get()).read_namespaced_secret(
+                name, self.namespace
+            )
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise translate(e) from e
+        value = (secret.data or {}).get(key)
+        return base64.b64decode(value).decode() if value else None
 
     def patch_status(self, status: Mapping[str, Any]) -> dict[str, Any]:
         try:

@@ -18,6 +18,7 @@ from kubernetes import client, config
 
 from nodemanager.host.osinfo import read_os_release
 from tests.cluster.agent import Agent
+from tests.unit.host.test_wgkeys_adopt import keypair
 from tests.cluster.helpers import eventually
 from tests.controlplane.cluster import ControlPlane
 
@@ -80,9 +81,21 @@ def test_upstream_objects_and_status_survive_our_crds_and_agent(upstream_cluster
                 "kubernetes.io/arch": machine,
             },
         },
-        "spec": {"upgrade": {"schedule": "0 3 * * *", "delay": "23h", "group": "workers"}},
+        "spec": {
+            "upgrade": {"schedule": "0 3 * * *", "delay": "23h", "group": "workers"},
+            "wireGuard": {"enabled": True, "interface": "wgmig"},
+        },
     }
     custom.create_namespaced_custom_object(GROUP, VERSION, NS, "managednodes", node)
+    # The keypair upstream's controller made (ensureWireGuardKeySecret): its name and keys.
+    private, public = keypair()
+    client.CoreV1Api(api_client).create_namespaced_secret(
+        NS,
+        client.V1Secret(
+            metadata=client.V1ObjectMeta(name=f"wg-wgmig-{host}"),
+            string_data={"private-key": private, "public-key": public},
+        ),
+    )
     status = {
         "release": "6.1.0-upstream",
         "fileBackups": {"/etc/upstream-kept.conf": SHA},
@@ -143,5 +156,9 @@ def test_upstream_objects_and_status_survive_our_crds_and_agent(upstream_cluster
     assert kept["jailed"] is True
     assert kept["lastUpgrade"] == status["lastUpgrade"]  # adopted, holds the delay
     assert kept["release"] == platform.release()  # uname -r, as upstream
+    # Not re-keyed: upstream's key, adopted from its Secret once, now kept on the host.
+    assert [w["publicKey"] for w in kept["wireGuard"] if w["name"] == "wgmig"] == [public]
+    key_file = tmp_path / "state" / "wireguard" / "wgmig.key"
+    assert key_file.read_text().strip() == private
     labels = now["metadata"]["labels"]
     assert labels["kubernetes.io/os"] in ("linux", "freebsd")  # kubelet's value, still selected
