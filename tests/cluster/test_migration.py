@@ -18,9 +18,9 @@ from kubernetes import client, config
 
 from nodemanager.host.osinfo import read_os_release
 from tests.cluster.agent import Agent
-from tests.unit.host.test_wgkeys_adopt import keypair
 from tests.cluster.helpers import eventually
 from tests.controlplane.cluster import ControlPlane
+from tests.unit.host.test_wgkeys_adopt import keypair
 
 pytestmark = pytest.mark.cluster
 ROOT = Path(__file__).resolve().parents[2]
