@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,21 +31,24 @@ STATUS_BACKUPS_MAX = 256  # newest entries in status.fileBackups; every backup s
 STATUS_BACKUPS_KEPT_MAX = 512  # with the entries read back (upstream's records) kept beside ours
 
 
-def backups_status(index: Mapping[str, Sequence[Version]], prior: object) -> dict[str, str | None]:
+def backups_status(
+    index: Mapping[str, Sequence[Version]], prior: object, secret: Iterable[str] = ()
+) -> dict[str, str | None]:
     """``status.fileBackups`` in upstream's shape: path -> sha256 of the newest version.
 
     Upstream merges into the map and never prunes it, so entries read back from the stored
     status (``prior``: upstream's records, which name blobs in its filebucket) are kept, not
     overwritten: ours win for the same path, then the others fill up to a bound. A path whose
     newest backup was fed by a Secret is never listed, and an entry read back for it is removed
-    (``None`` in the merge patch): a digest of a short secret is the secret."""
+    (``None`` in the merge patch): a digest of a short secret is the secret. So is one for a
+    path declared Secret-fed now (``secret``), which upstream listed like any other."""
     newest = sorted(
         ((p, v[-1]) for p, v in index.items() if v and not v[-1].secret),
         key=lambda e: e[1].saved_at,
         reverse=True,
     )[:STATUS_BACKUPS_MAX]
-    out: dict[str, str | None] = {p: v.sha256 for p, v in sorted(newest)}
-    secret = {p for p, v in index.items() if v and v[-1].secret}
+    out: dict[str, str | None] = {p: v.sha256 for p, v in sorted(newest) if p not in secret}
+    secret = {p for p, v in index.items() if v and v[-1].secret} | set(secret)
     stored = prior if isinstance(prior, Mapping) else {}  # our earlier list shape: ours anyway
     for path in sorted(stored):
         if path in out:
@@ -152,7 +155,12 @@ class HostFeatures:
             self.locks.release()
 
     def status(
-        self, node: Mapping[str, Any], observed: Mapping[str, Any], *, full: bool
+        self,
+        node: Mapping[str, Any],
+        observed: Mapping[str, Any],
+        *,
+        full: bool,
+        secret: Iterable[str] = (),
     ) -> tuple[dict[str, Any], tuple[str, str, bool] | None]:
         """``observed`` with the fields these features own; an Event when WireGuard broke anew."""
         if full and self.backup_max_age:
@@ -168,7 +176,7 @@ class HostFeatures:
             out.update(self.upgrader.status())
         try:
             prior = (node.get("status") or {}).get("fileBackups")
-            out["fileBackups"] = backups_status(self.backups.index(), prior)
+            out["fileBackups"] = backups_status(self.backups.index(), prior, secret)
         except (OSError, ValueError) as e:
             log.warning("cannot read file backups: %s", e)
         wg = (node.get("spec") or {}).get("wireGuard") or {}

@@ -28,7 +28,7 @@ from nodemanager.agent.retries import stable
 from nodemanager.agent.sources import Snapshot
 from nodemanager.agent.state import Applied, StateStore
 from nodemanager.agent.status import compute
-from nodemanager.api import ConfigSet
+from nodemanager.api import ConfigSet, File
 from nodemanager.backoff import Backoff
 from nodemanager.executor.errors import ExecutorError
 from nodemanager.executor.run import RunResult, apply
@@ -120,7 +120,12 @@ class Reconciler:
         self._count(planned, results, run, failed)
         self.applied.snapshot = snap
         self.store.save(self.applied, inputs=planned.key)
-        status, host_event = self._status(snap, results, full=full, now=now)
+        secret = frozenset(
+            r.key
+            for r in planned.desired.of_kind("file")
+            if isinstance(r.spec, File) and r.spec.uses_secrets
+        ) | frozenset(p for p, c in planned.contents.items() if c.secret)  # no digest in status
+        status, host_event = self._status(snap, results, full=full, now=now, secret=secret)
         return Result(
             status,
             ran=bool(run and run.result.ansible),
@@ -235,12 +240,18 @@ class Reconciler:
         self.metrics.reconciled(outcome)
 
     def _status(
-        self, snap: Snapshot, results: list[ConfigSetResult], *, full: bool, now: str
+        self,
+        snap: Snapshot,
+        results: list[ConfigSetResult],
+        *,
+        full: bool,
+        now: str,
+        secret: frozenset[str] = frozenset(),
     ) -> tuple[dict[str, Any], tuple[str, str, bool] | None]:
         if full or self._observed is None:  # the host's facts are re-read with each drift check
             self._observed = self.observe()
         observed, host_event = (
-            self.host.status(snap.node, self._observed, full=full)
+            self.host.status(snap.node, self._observed, full=full, secret=secret)
             if self.host
             else (self._observed, None)
         )

@@ -41,3 +41,12 @@ def test_bounded():
     out = backups_status({}, prior)
     assert sum(v is not None for v in out.values()) == STATUS_BACKUPS_KEPT_MAX
     assert len(out) == len(prior)  # the rest removed explicitly
+
+
+def test_a_stored_digest_of_a_path_declared_secret_fed_now_is_removed():
+    """Upstream listed Secret-fed files like any other; this agent knows which are."""
+    stored = {"/etc/app/secret.conf": C, "/etc/plain": B}
+    assert backups_status({}, stored, secret={"/etc/app/secret.conf"}) == {
+        "/etc/app/secret.conf": None,
+        "/etc/plain": B,
+    }
