@@ -25,3 +25,12 @@ def eventually(
         if time.monotonic() > deadline:
             raise AssertionError(f"not true within {timeout} s: {message or check}") from last
         time.sleep(interval)
+
+
+def crds_established(api) -> bool:
+    """Both CRDs of the project are Established (an ApiextensionsV1Api)."""
+    for name in ("configsets.common.nodemanager", "managednodes.common.nodemanager"):
+        crd = api.read_custom_resource_definition(name)
+        conds = {c.type: c.status for c in crd.status.conditions or []}
+        assert conds.get("Established") == "True", name
+    return True

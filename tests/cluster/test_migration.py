@@ -18,7 +18,7 @@ from kubernetes import client, config
 
 from nodemanager.host.osinfo import read_os_release
 from tests.cluster.agent import Agent
-from tests.cluster.helpers import eventually
+from tests.cluster.helpers import crds_established, eventually
 from tests.controlplane.cluster import ControlPlane
 from tests.unit.host.test_wgkeys_adopt import keypair
 
@@ -47,23 +47,13 @@ def upstream_cluster(tmp_path_factory):
         cp.stop()
 
 
-def established(api: client.ApiextensionsV1Api) -> bool:
-    for name in ("configsets.common.nodemanager", "managednodes.common.nodemanager"):
-        conds = {
-            c.type: c.status
-            for c in api.read_custom_resource_definition(name).status.conditions or []
-        }
-        assert conds.get("Established") == "True", name
-    return True
-
-
 def test_upstream_objects_and_status_survive_our_crds_and_agent(upstream_cluster, tmp_path):
     kc = str(upstream_cluster.kubeconfig)
     api_client = config.new_client_from_config(kc)
     ext, custom = client.ApiextensionsV1Api(api_client), client.CustomObjectsApi(api_client)
     done = kubectl(kc, "apply", "-f", str(UPSTREAM_CRDS))
     assert done.returncode == 0, done.stderr
-    eventually(lambda: established(ext), timeout=30)
+    eventually(lambda: crds_established(ext), timeout=30)
     kubectl(kc, "create", "namespace", NS)
 
     host, os_id = "migrated-host", read_os_release().id
@@ -119,7 +109,7 @@ def test_upstream_objects_and_status_survive_our_crds_and_agent(upstream_cluster
     for _ in range(2):  # `make install` over upstream's, twice
         done = kubectl(kc, "apply", "-f", str(ROOT / "crds"))
         assert done.returncode == 0, done.stderr
-    eventually(lambda: established(ext), timeout=30)
+    eventually(lambda: crds_established(ext), timeout=30)
     stored = custom.get_namespaced_custom_object(GROUP, VERSION, NS, "managednodes", host)
     assert {k: stored["status"].get(k) for k in status} == status  # nothing pruned
 
