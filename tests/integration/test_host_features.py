@@ -7,6 +7,7 @@ import logging
 import os
 import stat
 import subprocess
+from pathlib import Path
 
 import pytest
 import yaml
@@ -181,3 +182,21 @@ def test_local_apply_backs_up_what_it_replaces_so_restore_works(tmp_path):
     restored = nm("restore", str(target), "--state-dir", str(state))
     assert restored.returncode == 0, restored.stderr
     assert target.read_text() == "by hand\n" and stat.S_IMODE(target.stat().st_mode) == 0o640
+
+
+@pytest.mark.parametrize(
+    "fixture, labels, path",
+    [
+        ("secret-refs.yaml", "role=app", "/etc/app/secret.conf"),
+        ("notify-all.yaml", "role=jailhost", "/etc/jail.conf.d/base"),
+    ],
+)
+def test_upstreams_documented_objects_apply_check_unchanged(fixture, labels, path, tmp_path):
+    """apply --check of upstream's shapes (tests/fixtures/upstream), read as they are: each
+    selects by its labels, would change its file, and changes nothing."""
+    upstream = Path(__file__).resolve().parents[1] / "fixtures" / "upstream" / fixture
+    checked = nm("apply", "--check", "-f", str(upstream), "--node-labels", labels)
+    assert checked.returncode == 0, checked.stderr
+    assert "0 ok, 1 would change, 0 failed" in checked.stdout
+    assert "s3cret-canary" not in checked.stdout + checked.stderr
+    assert not os.path.exists(path)
