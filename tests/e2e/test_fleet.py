@@ -218,7 +218,8 @@ def test_1_registration(fleet, plane, admin, zipapp, tmp_path_factory):
         assert labels["kubernetes.io/os"] == "linux"
         assert labels["nodemanager.io/os"] == "debian"
         assert labels.get("role") == ("web" if node.node_labels else None)
-        assert "Debian GNU/Linux 12" in mn["status"]["release"]
+        assert "Debian GNU/Linux 12" in mn["status"]["osPrettyName"]
+        assert mn["status"]["release"]  # uname -r, as upstream
         until(probed, node, timeout=30)
         # the built agent under the service manager, with the machine's own state directory
         pid = node.agent_pid()
