@@ -64,3 +64,28 @@ def test_every_upstream_fixture_migrates_and_the_report_names_each_changed_meani
         from nodemanager.api import ConfigSet
 
         ConfigSet.from_dict(doc, strict=True)
+
+
+def test_migrate_on_the_command_line_prints_ours_and_the_report(tmp_path):
+    from click.testing import CliRunner
+
+    from nodemanager.cli import main
+
+    ok = CliRunner().invoke(main, ["migrate", "-f", str(UPSTREAM / "nodes" / "managednode.yaml")])
+    assert ok.exit_code == 0, ok.output
+    (node,) = yaml.safe_load_all(ok.stdout)
+    assert node["spec"]["upgrade"] == {"schedule": "0 3 * * *", "delay": "23h", "group": "workers"}
+    assert "no meaning changes" in ok.stderr
+    bad = tmp_path / "bad.yaml"
+    doc = {
+        "apiVersion": "common.nodemanager/v1",
+        "kind": "ConfigSet",
+        "metadata": {"name": "b"},
+        "spec": {
+            "files": [{"path": "/x", "template": '{{ (ds "data").Node.Name | printf "%s" }}'}]
+        },
+    }
+    bad.write_text(yaml.safe_dump(doc))
+    flagged = CliRunner().invoke(main, ["migrate", "-f", str(bad)])
+    assert flagged.exit_code == 1
+    assert "edit: ConfigSet b spec.files[0].template line 1:" in flagged.stderr
