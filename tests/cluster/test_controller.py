@@ -219,6 +219,18 @@ def test_printer_columns_show_matched_updated_failed(kubeconfig, fleet_ns, api, 
     ).stdout
     header = out.splitlines()[0].split()
     assert header[:5] == ["NAME", "MATCHED", "UPDATED", "FAILED", "AGE"], out
+    # No node carries role=none: the condition and a Warning name the label and what nodes carry.
+    matched = cond(get(api, fleet_ns, "configsets", "cols"), "Matched")
+    assert (matched["status"], matched["reason"]) == ("False", "LabelNotCarried"), matched
+    assert matched["message"].startswith("label role=none: not carried (nodes carry: "), matched
+
+    def warned():
+        found = configset_events(api, fleet_ns, "cols").get("LabelNotCarried")
+        assert found, "no LabelNotCarried Event yet"
+        return found
+
+    (warning,) = eventually(warned, timeout=30)
+    assert warning.type == "Warning" and warning.message == matched["message"]
 
 
 class BetweenWatch:
