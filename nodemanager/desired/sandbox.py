@@ -38,10 +38,17 @@ class Limits:
     memory_bytes: int = 512 * 2**20  # on top of the agent's own address space
     output_bytes: int = 16 * 2**20
     wall_seconds: float = 15.0
+    # One call's budget for all its jobs: thirty templates at their limits must not hold every
+    # other file (and the reconcile around them) for minutes.
+    total_seconds: float = 20.0
 
 
 class JobFailed(Exception):
     """A job raised (its message is kept) or went over a limit."""
+
+
+class BudgetSpent(JobFailed):
+    """Not tried to the end: the call's total budget ran out first. Worth trying again."""
 
 
 Job = Callable[[], str]
@@ -150,7 +157,12 @@ def _why(status: int, limits: Limits) -> str:
 def run_limited(jobs: Sequence[Job], limits: Limits = Limits()) -> list[str | JobFailed]:
     """Each job's text, or a JobFailed saying why, in order. Never raises for a job's sake."""
     results: list[str | JobFailed] = []
+    end = time.monotonic() + limits.total_seconds
+    spent = BudgetSpent(f"not rendered: this pass's {limits.total_seconds:g} s budget was spent")
     while len(results) < len(jobs):
+        if time.monotonic() >= end:
+            results += [spent] * (len(jobs) - len(results))
+            break
         rest = jobs[len(results) :]
         r, w = os.pipe()
         pid = os.fork()
@@ -161,12 +173,15 @@ def run_limited(jobs: Sequence[Job], limits: Limits = Limits()) -> list[str | Jo
         reader = _Reader(r)
         try:
             for _ in rest:
+                own = time.monotonic() + limits.wall_seconds
                 try:
-                    frame = reader.frame(time.monotonic() + limits.wall_seconds)
+                    frame = reader.frame(min(own, end))
                 except TimeoutError:
                     _reap(pid, kill=True)
                     pid = 0
-                    results.append(JobFailed(f"took longer than {limits.wall_seconds:g} s"))
+                    late = own > end
+                    why = f"took longer than {limits.wall_seconds:g} s"
+                    results.append(spent if late else JobFailed(why))
                     break
                 if frame is None:
                     status = _reap(pid, kill=False)

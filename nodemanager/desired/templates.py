@@ -24,13 +24,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import jinja2
-import jinja2.meta
+import jinja2.nodes
 from jinja2.sandbox import SandboxedEnvironment
 
 from nodemanager.api import File, Node, Ref
-from nodemanager.desired.merge import DesiredState
+from nodemanager.desired.merge import DesiredState, Resource
 from nodemanager.desired.redact import scrub
-from nodemanager.desired.sandbox import JobFailed, Limits, run_limited
+from nodemanager.desired.sandbox import BudgetSpent, JobFailed, Limits, run_limited
 
 
 @dataclass(frozen=True)
@@ -86,10 +86,31 @@ def _hex(value: str | bytes | Binary) -> str:
     return _bytes(value).hex()
 
 
+class _Sandbox(SandboxedEnvironment):
+    """Jinja's sandbox with repetition and powers computed only when a template renders.
+
+    Jinja folds constant expressions while it compiles, and its introspection compiles too:
+    ``{{ 'x' * (15 * 10 ** 8) }}`` was evaluated by the agent itself (67 MB to 4.3 GB) before
+    any limit of the render child applied. Intercepted operators are never folded (Jinja's
+    ``BinExpr.as_const``), so they run in the child under its limits, and there a result past
+    the output limit is refused before it is built."""
+
+    intercepted_binops = frozenset({"*", "**", "%"})
+    max_result = 16 * 2**20  # sandbox.Limits.output_bytes: larger could never be written
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        if operator == "*":
+            for seq, times in ((left, right), (right, left)):
+                if isinstance(seq, str | bytes | list | tuple) and isinstance(times, int):
+                    if len(seq) * times > self.max_result:
+                        raise jinja2.exceptions.SecurityError("repetition past the output limit")
+        if operator == "**" and isinstance(right, int) and abs(right) > 4096:
+            raise jinja2.exceptions.SecurityError("power with an exponent past 4096")
+        return super().call_binop(context, operator, left, right)
+
+
 def _environment() -> SandboxedEnvironment:
-    env = SandboxedEnvironment(
-        undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False
-    )
+    env = _Sandbox(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
     env.filters["b64decode"] = _b64decode
     env.filters["b64encode"] = _b64encode
     env.filters["hex"] = _hex
@@ -159,12 +180,17 @@ def render_file(f: File, data: TemplateData) -> Rendered:
 
 @functools.lru_cache(maxsize=1024)
 def names_read(template: str) -> frozenset[str]:
-    """The top-level names a template reads (``node``, ``nodes``), from its parsed AST; a
-    template that does not parse reads nothing (rendering reports its syntax error)."""
+    """The names a template loads (``node``, ``nodes``), from its parsed AST; a template that
+    does not parse reads nothing (rendering reports its syntax error).
+
+    Only parsed, never compiled: jinja2.meta's introspection generates code, which folds
+    constants in this process. A name the template also sets itself counts as read, which can
+    only mean rendering again when it did not need to."""
     try:
-        return frozenset(jinja2.meta.find_undeclared_variables(_ENV.parse(template)))
+        tree = _ENV.parse(template)
     except jinja2.TemplateSyntaxError:
         return frozenset()
+    return frozenset(n.name for n in tree.find_all(jinja2.nodes.Name) if n.ctx == "load")
 
 
 def _digest(value: object) -> str:
@@ -205,17 +231,20 @@ class Renderer:
         keys = [self._key(f, data, node, nodes) for f in files]
         missing = [i for i, k in enumerate(keys) if k not in self._cache]
         fresh: dict[str, Rendered | TemplateError] = {}
+        retry: dict[str, TemplateError] = {}
         if missing:
             jobs = [_job(files[i], data) for i in missing]
             for i, out in zip(missing, run_limited(jobs, self.limits), strict=True):
                 f = files[i]
-                fresh[keys[i]] = (
-                    TemplateError(f.path, str(out))
-                    if isinstance(out, JobFailed)
-                    else Rendered(out, secret=bool(f.secret_refs))
-                )
-        self._cache = {k: fresh[k] if k in fresh else self._cache[k] for k in keys}
-        return [self._cache[k] for k in keys]
+                if isinstance(out, BudgetSpent):  # not its own fault: tried again next time
+                    retry[keys[i]] = TemplateError(f.path, str(out))
+                elif isinstance(out, JobFailed):
+                    fresh[keys[i]] = TemplateError(f.path, str(out))
+                else:
+                    fresh[keys[i]] = Rendered(out, secret=bool(f.secret_refs))
+        kept = [k for k in keys if k not in retry]
+        self._cache = {k: fresh[k] if k in fresh else self._cache[k] for k in kept}
+        return [self._cache[k] if k in self._cache else retry[k] for k in keys]
 
 
 def _job(f: File, data: TemplateData) -> Callable[[], str]:
@@ -223,6 +252,16 @@ def _job(f: File, data: TemplateData) -> Callable[[], str]:
 
 
 _RENDERER = Renderer()
+
+
+def _round_robin(resources: list[Resource]) -> list[Resource]:
+    """One file of each ConfigSet in turn: thirty slow templates of one ConfigSet spend the
+    render budget after the other ConfigSets' files, not before them."""
+    by_configset: dict[str, list[Resource]] = {}
+    for r in resources:
+        by_configset.setdefault(r.configsets[0] if r.configsets else "", []).append(r)
+    queues = list(by_configset.values())
+    return [q[i] for i in range(max(map(len, queues), default=0)) for q in queues if i < len(q)]
 
 
 def render_templates(
@@ -237,6 +276,7 @@ def render_templates(
         for r in desired.of_kind("file")
         if isinstance(r.spec, File) and r.spec.template is not None
     ]
+    templated = _round_robin(templated)
     specs = [r.spec for r in templated if isinstance(r.spec, File)]
     outcomes = (renderer or _RENDERER).render(specs, data)
     for r, out in zip(templated, outcomes, strict=True):

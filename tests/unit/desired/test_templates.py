@@ -1,11 +1,12 @@
 import base64
+import resource
 
 import pytest
 
 from nodemanager.api import ConfigSet, Node
 from nodemanager.desired.merge import merge
 from nodemanager.desired.sandbox import Limits
-from nodemanager.desired.templates import Renderer, TemplateData, render_templates
+from nodemanager.desired.templates import Renderer, TemplateData, names_read, render_templates
 
 
 def b64(text: str | bytes) -> str:
@@ -158,6 +159,10 @@ def test_a_spinning_template_fails_alone_within_its_cpu_limit():
     assert all(a is b for a, b in zip(first, renderer.render(specs, DATA), strict=True))
 
 
+# 100,000 numbers joined by 1,000 characters each: 100 MB built inside the render child
+JOIN = "{{ (range(100000) | map('string')) | join(',' * 1000) }}"
+
+
 def test_memory_and_output_limits_are_errors_on_their_file():
     renderer = Renderer(Limits(memory_bytes=64 * 2**20, output_bytes=1000))
     _, contents, failures = render_templates(
@@ -168,7 +173,7 @@ def test_memory_and_output_limits_are_errors_on_their_file():
                         "metadata": {"name": "t"},
                         "spec": {
                             "files": [
-                                {"path": "/mem", "template": "{{ 'x' * 500000000 }}"},
+                                {"path": "/mem", "template": JOIN},
                                 {"path": "/big", "template": "{{ 'y' * 5000 }}"},
                                 {"path": "/ok", "template": "{{ 'z' * 10 }}"},
                             ]
@@ -200,3 +205,60 @@ def test_rendering_again_with_other_data_renders_again():
     assert render_templates(desired, DATA, renderer)[1]["/n"].text == "2"
     fewer = TemplateData(ME, (ME,), DATA.secrets, DATA.configmaps)
     assert render_templates(desired, fewer, renderer)[1]["/n"].text == "1"
+
+
+HOSTILE = {
+    "folded constant": "{{ 'x' * (15 * 10 ** 8) }}",
+    "folded power": "{{ 10 ** (10 ** 8) }}",
+    "list repetition": "{{ [1, 2, 3] * (10 ** 9) }}",
+    "huge range": "{{ (range(10 ** 12) | list) | length }}",
+    "exponential join": JOIN,
+    "format width": "{{ '%999999999d' % 1 }}",
+    "str.format width": "{{ '{:999999999}'.format(1) }}",
+}
+
+
+@pytest.mark.parametrize("template", HOSTILE.values(), ids=HOSTILE.keys())
+def test_hostile_templates_fail_on_their_file_and_the_agent_stays_flat(template):
+    """The agent's own peak RSS (ru_maxrss, this process: the render child is another) does
+    not move: nothing of a template is evaluated here, not even while it is compiled."""
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    _, contents, failures = render(
+        {"path": "/hostile", "template": template}, {"path": "/ok", "template": "{{ node.name }}"}
+    )
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert failures["file:/hostile"].startswith("TemplateError: spec.files[0].template: ")
+    assert contents["/ok"].text == "web1"
+    assert grown_mb < 32, f"the agent's own peak RSS grew {grown_mb:.0f} MB"
+    assert names_read(template) == frozenset({"range"} if "range" in template else set())
+
+
+def test_one_budget_per_pass_and_other_configsets_first():
+    """Five spinning templates of one ConfigSet (1 s CPU each) in a 2.5 s budget: the other
+    ConfigSet's file renders first; what the budget did not reach is tried again next pass
+    (not cached as failed), what failed on its own limit is not."""
+    renderer = Renderer(Limits(cpu_seconds=1, wall_seconds=30, total_seconds=2.5))
+    spin = [{"path": f"/spin{i}", "template": FREEZE} for i in range(5)]
+    desired = merge(
+        [
+            ConfigSet.from_dict({"metadata": {"name": "a-slow"}, "spec": {"files": spin}}),
+            ConfigSet.from_dict(
+                {
+                    "metadata": {"name": "b-other"},
+                    "spec": {"files": [{"path": "/other", "template": "{{ node.name }}"}]},
+                }
+            ),
+        ]
+    )
+    passes = []
+    for _ in range(10):
+        _, contents, failures = render_templates(desired, DATA, renderer)
+        assert contents["/other"].text == "web1"
+        passes.append(failures)
+        if not any("budget" in why for why in failures.values()):
+            break
+    assert any("budget was spent" in why for why in passes[0].values()), passes[0]
+    assert len(passes) > 1
+    last = passes[-1]
+    assert sorted(last) == [f"file:/spin{i}" for i in range(5)]
+    assert all("CPU time limit" in w or "took longer" in w for w in last.values()), last
