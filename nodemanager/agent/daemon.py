@@ -33,6 +33,7 @@ from nodemanager.agent.identity import identify
 from nodemanager.agent.metrics import Metrics
 from nodemanager.agent.ownlabels import drifted
 from nodemanager.agent.peers import PeerFilter, clean_own
+from nodemanager.agent.pressure import DEFAULT_THRESHOLD, PressureMonitor, threshold
 from nodemanager.agent.reconcile import Notification, Reconciler
 from nodemanager.agent.refs import referenced
 from nodemanager.agent.revisions import REVISION_LABEL, admitted, report
@@ -61,6 +62,7 @@ from nodemanager.kube.refs import NamedWatches
 log = logging.getLogger(__name__)
 LEASE_PERIOD = 10.0
 UPGRADE_CHECK = 20.0  # seconds; a cron minute is never missed
+PRESSURE_PERIOD = 5.0  # seconds between PSI samples (avg10 is a 10 s window)
 
 
 @dataclass
@@ -80,6 +82,8 @@ class Options:
     notify_on_change: bool = False  # also notified-at/-by whenever a ConfigSet changed the host
     metrics_bind_address: str = ":8080"
     health_probe_bind_address: str = ":8081"
+    memory_pressure_threshold: float = DEFAULT_THRESHOLD  # memory some avg10 percent
+    pressure_dir: str = "/proc/pressure"  # tests point it at a directory they write
     token_renewer: Any = (
         None  # bootstrap.renew.TokenRenewer, when the kubeconfig holds a node token
     )
@@ -168,6 +172,7 @@ class Daemon:
             run=functools.partial(apply, work_dir=str(self.runs)),
         )
         self.peers = PeerFilter(self._warn)
+        self.pressure = PressureMonitor(self.metrics.pressure, self.name, Path(opts.pressure_dir))
         self.selftest = PolicySelfTest(
             lambda: forbidden_write_allowed(self.clients, opts.namespace, self.name),
             self._warn,
@@ -310,6 +315,22 @@ class Daemon:
                     log.warning("lease renewal failed: %s", e)
             self.stop.wait(LEASE_PERIOD)
 
+    def _pressure(self) -> None:
+        """Sample PSI; a MemoryPressure flip wakes the worker so the status says it at once."""
+        was = None
+        while True:
+            self.pressure.poll()
+            me = self.informers["self"].get(self.name) or {}
+            now = self.pressure.under_pressure(self._pressure_limit(me))
+            if was is not None and now != was:
+                self.dirty.mark("pressure")
+            was = now
+            if self.stop.wait(PRESSURE_PERIOD):
+                return
+
+    def _pressure_limit(self, node: dict[str, Any]) -> float:
+        return threshold(node.get("spec") or {}, self.opts.memory_pressure_threshold)
+
     def _upgrades(self) -> None:
         """spec.upgrade: look every 20 s whether an upgrade is due (agent/upgrade.py)."""
         while not self.stop.wait(UPGRADE_CHECK):
@@ -409,8 +430,10 @@ class Daemon:
         self.metrics.status_writes.inc()
 
     def _write_status(self, status: dict[str, Any], node: dict[str, Any]) -> None:
-        status = self.selftest.with_condition(
-            status, node.get("status") or {}, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        status = self.selftest.with_condition(status, node.get("status") or {}, now)
+        status = self.pressure.with_status(
+            status, node.get("status") or {}, self._pressure_limit(node), now
         )
         if not self.registered.is_set() or not differs(status, node.get("status") or {}):
             return
@@ -523,6 +546,7 @@ class Daemon:
         self._thread("lease", self._heartbeat)
         self._thread("writer", self.writer.run, self.stop)
         self._thread("upgrade", self._upgrades)
+        self._thread("pressure", self._pressure)
         for name, informer in self.informers.items():
             self._thread(f"informer-{name}", informer.run, self.stop)
         if self.opts.token_renewer:

@@ -160,6 +160,13 @@ class Metrics:
             ["node"],
             registry=r,
         )
+        self.pressure = Gauge(
+            "nodemanager_pressure_stall_percent",
+            "PSI: percent of wall time tasks stalled on the resource (kind some|full) over the "
+            "window (10s, 60s, 300s), from /proc/pressure (agent/pressure.py sets it).",
+            ["node", "resource", "kind", "window"],
+            registry=r,
+        )
         self.status_writes = Counter(
             "nodemanager_status_writes", "ManagedNode status patches.", registry=r
         )

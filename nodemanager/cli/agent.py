@@ -90,6 +90,15 @@ def run_options(f: F) -> F:
             "nodemanager.io/notify-<configset>: <generation> is always written).",
         ),
         click.option(
+            "--memory-pressure-threshold",
+            type=click.FloatRange(0, 100),
+            default=10.0,
+            show_default=True,
+            help="Set the MemoryPressure condition while memory PSI some avg10 (percent of the "
+            "last 10 s a task waited for memory) is at or above this; the ManagedNode's "
+            "spec.pressure.memoryThreshold overrides it.",
+        ),
+        click.option(
             "--log-format", type=click.Choice(["json", "text"]), default="json", show_default=True
         ),
         click.option(
@@ -123,6 +132,7 @@ def run(
     reboot_command: str,
     drain_timeout: str,
     notify_on_change: bool,
+    memory_pressure_threshold: float,
     log_format: str,
     log_level: str,
 ) -> None:
@@ -157,6 +167,7 @@ def run(
         reboot_command=reboot_command.split() or None,
         drain_timeout=duration(drain_timeout),
         notify_on_change=notify_on_change,
+        memory_pressure_threshold=memory_pressure_threshold,
         metrics_bind_address=metrics_bind_address,
         health_probe_bind_address=health_probe_bind_address,
         token_renewer=renewer,

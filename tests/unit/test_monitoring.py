@@ -30,6 +30,7 @@ def exported() -> dict[str, set[str]]:
     m.observe_run(1.0, ["cs"])
     m.upgrades.labels("n", "error").inc()
     m.cordoned.labels("n").set(1)
+    m.pressure.labels("n", "memory", "some", "10s").set(0)
     m.record_results(
         [
             TaskResult("t", "file:/a", ("cs",), "changed"),
