@@ -56,7 +56,7 @@ from nodemanager.kube.informer import Informer, Kind
 from nodemanager.kube.locks import GroupLock
 from nodemanager.kube.nodes import NodeClient
 from nodemanager.kube.notify import NOTIFIED_AT, NOTIFIED_BY, Notifier, notify_key
-from nodemanager.kube.policycheck import forbidden_write_allowed
+from nodemanager.kube.policycheck import missing_policies
 from nodemanager.kube.refs import NamedWatches
 
 log = logging.getLogger(__name__)
@@ -174,7 +174,7 @@ class Daemon:
         self.peers = PeerFilter(self._warn)
         self.pressure = PressureMonitor(self.metrics.pressure, self.name, Path(opts.pressure_dir))
         self.selftest = PolicySelfTest(
-            lambda: forbidden_write_allowed(self.clients, opts.namespace, self.name),
+            lambda: missing_policies(self.clients, opts.namespace, self.name),
             self._warn,
             self.metrics.admission_policy_enforced,
         )

@@ -1,16 +1,18 @@
-"""Is the admission policy in force? Ask the API server with a write it must refuse.
+"""Are the admission policies in force? Ask the API server with writes they must refuse.
 
 A server-side dry-run (``dryRun=All``) runs authentication, RBAC and every admission policy,
-then stores nothing. The probe patches the node's own ManagedNode with a label and a spec
-field a node may never set: refused means the policy holds; accepted means it or its binding
-is gone and the node could opt itself into any ConfigSet. An agent run with a credential that
-is not a node account (an administrator's, in development) is not restricted by design, so an
-accepted write means nothing there: the answer is "unknown".
+then stores nothing. One probe per policy that `rbac --shared` prints: a label and a spec field
+on the node's own ManagedNode, an Event about another node, a Lease held as another node, an
+unbound token. Refused means the policy holds; accepted means it or its binding is gone (the
+node could opt itself into any ConfigSet, or take another node's Lease). An agent run with a
+credential that is not a node account (an administrator's, in development) is not restricted by
+design, so an accepted write means nothing there: the answer is "unknown".
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -26,29 +28,76 @@ FORBIDDEN = {
 }
 
 
-def forbidden_write_allowed(clients: ClientFactory, namespace: str, name: str) -> bool | None:
-    """True if the API server accepted the forbidden write (dry-run), False if it refused it,
-    None if the answer says nothing about the policy (unreachable, no ManagedNode yet)."""
-    try:
-        client.CustomObjectsApi(clients.get()).patch_namespaced_custom_object(
-            GROUP,
-            VERSION,
-            namespace,
-            PLURAL,
-            name,
-            FORBIDDEN,
-            dry_run="All",
-            field_manager=FIELD_MANAGER,
-        )
-    except ApiException as e:
-        if e.status in (403, 422):
-            return False
-        log.info("policy self-test inconclusive: %s %s", e.status, e.reason)
+def _managednode(api: client.ApiClient, namespace: str, name: str) -> None:
+    client.CustomObjectsApi(api).patch_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, name, FORBIDDEN, dry_run="All",
+        field_manager=FIELD_MANAGER,
+    )  # fmt: skip
+
+
+def _event(api: client.ApiClient, namespace: str, name: str) -> None:
+    about = client.V1ObjectReference(
+        api_version=f"{GROUP}/{VERSION}", kind="ManagedNode", name=OTHER, namespace=namespace
+    )
+    body = client.CoreV1Event(
+        metadata=client.V1ObjectMeta(name=f"{OTHER}.self-test"),
+        involved_object=about,
+        reason="PolicySelfTest",
+        message="an Event about another node: must be refused",
+        type="Normal",
+    )
+    client.CoreV1Api(api).create_namespaced_event(namespace, body, dry_run="All")
+
+
+def _lease(api: client.ApiClient, namespace: str, name: str) -> None:
+    body = client.V1Lease(
+        metadata=client.V1ObjectMeta(name=OTHER),
+        spec=client.V1LeaseSpec(holder_identity=OTHER, lease_duration_seconds=1),
+    )
+    client.CoordinationV1Api(api).create_namespaced_lease(namespace, body, dry_run="All")
+
+
+def _token(api: client.ApiClient, namespace: str, name: str) -> None:
+    # Unbound: never issued, as a dry-run, and refused by the policy before that.
+    body = client.AuthenticationV1TokenRequest(
+        spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=600)
+    )
+    client.CoreV1Api(api).create_namespaced_service_account_token(
+        f"nodemanager-{name}", namespace, body, dry_run="All"
+    )
+
+
+OTHER = "nodemanager-policy-self-test"  # no node can be named so (bootstrap/policy.py reserves it)
+# policy name -> a write it must refuse (every policy `rbac --shared` prints that a node's own
+# RBAC would otherwise allow; the cordon policy guards a grant only `rbac --drain` gives)
+PROBES: dict[str, Callable[[client.ApiClient, str, str], None]] = {
+    "nodemanager-node-restriction": _managednode,
+    "nodemanager-node-events": _event,
+    "nodemanager-node-leases": _lease,
+    "nodemanager-node-tokens": _token,
+}
+
+
+def missing_policies(clients: ClientFactory, namespace: str, name: str) -> list[str] | None:
+    """The policies whose forbidden write the API server accepted (dry-run); [] when all
+    refused theirs; None when the answer says nothing (unreachable, no ManagedNode yet, or a
+    credential that is not a node account)."""
+    missing = []
+    for policy, probe in PROBES.items():
+        try:
+            probe(clients.get(), namespace, name)
+        except ApiException as e:
+            if e.status in (403, 422):
+                continue
+            log.info("policy self-test inconclusive (%s): %s %s", policy, e.status, e.reason)
+            return None
+        except Exception as e:  # connection errors: try again with the next drift check
+            log.info("policy self-test inconclusive (%s): %s", policy, e)
+            return None
+        missing.append(policy)
+    if missing and not _is_node_account(clients, namespace):
         return None
-    except Exception as e:  # connection errors: try again with the next drift check
-        log.info("policy self-test inconclusive: %s", e)
-        return None
-    return _is_node_account(clients, namespace) or None
+    return missing
 
 
 _NODE_ACCOUNT: dict[int, bool] = {}  # per ClientFactory: the account does not change

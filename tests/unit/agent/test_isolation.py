@@ -79,7 +79,8 @@ def test_managed_label_drift():
 
 
 def test_self_test_condition_event_and_metric():
-    answers, events = [None, False, True, True], []
+    gone, also = ["nodemanager-node-restriction"], ["nodemanager-node-leases"]
+    answers, events = [None, [], gone, gone, gone + also], []
     metrics = Metrics()
     registry = metrics.registry
     test = PolicySelfTest(
@@ -105,5 +106,9 @@ def test_self_test_condition_event_and_metric():
     missing = cond({"conditions": [enforced]}, "t2")
     assert missing["status"] == "False" and missing["lastTransitionTime"] == "t2"
     assert cond({"conditions": [missing]}, "t3")["lastTransitionTime"] == "t2"
+    assert "nodemanager-node-restriction or its binding" in missing["message"]
     test.run()  # still accepted: one Event per change
     assert events == [EVENT_REASON]
+    test.run()  # another one gone too: a change, named
+    assert events == [EVENT_REASON, EVENT_REASON]
+    assert "nodemanager-node-restriction, nodemanager-node-leases" in cond({}, "t4")["message"]
