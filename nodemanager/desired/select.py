@@ -44,7 +44,9 @@ def carried(labels: Mapping[str, str], key: str) -> frozenset[str]:
 
 
 def _has(labels: Mapping[str, str], key: str, value: str) -> bool:
-    return value in carried(labels, key)
+    if labels.get(key) == value:  # the common case, without building the alias set
+        return True
+    return key in (OS_KEY, ARCH_KEY) and value in carried(labels, key)
 
 
 def requirement_matches(req: Requirement, labels: Mapping[str, str]) -> bool:
