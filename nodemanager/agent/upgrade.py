@@ -35,6 +35,7 @@ from nodemanager.agent.cron import Cron
 from nodemanager.agent.grouplocks import Locker, Renewal
 from nodemanager.agent.metrics import Metrics
 from nodemanager.api import parse_duration
+from nodemanager.api.duration import MAX_LEASE_SECONDS
 from nodemanager.executor.errors import ExecutorError
 from nodemanager.executor.run import RunResult, execute
 from nodemanager.fsutil import write_atomic
@@ -47,7 +48,7 @@ from nodemanager.playbook.upgrade import upgrade_plan
 log = logging.getLogger(__name__)
 HOLD = "upgrade.nodemanager/hold"
 UPGRADE_LEASE = 300  # seconds; renewed every third of it while the upgrade runs
-REBOOT_LEASE = 1800  # seconds the group stays held for a reboot (no agent renews it then)
+REBOOT_LEASE = MAX_LEASE_SECONDS  # the group stays held for a reboot (no agent renews it then)
 
 
 class Drainer(Protocol):

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import re
 
+# The longest a node holds a Lease: an upgrade's reboot (agent/upgrade.py REBOOT_LEASE). The
+# admission policy refuses a longer one from a node, and lock takers never wait longer.
+MAX_LEASE_SECONDS = 1800
+
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _PART = re.compile(
     r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)"

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nodemanager.api.duration import MAX_LEASE_SECONDS
 from nodemanager.api.nodestatus import (
     MAX_CONFIGSETS,
     MAX_CONFLICTS,
@@ -263,6 +264,11 @@ def leases_policy() -> list[dict[str, Any]]:
                 "expression": "!has(object.spec.holderIdentity) || object.spec.holderIdentity == ''"
                 f" || request.userInfo.username == {ME} + object.spec.holderIdentity",
                 "message": "a node may only hold Leases as itself",
+            },
+            {
+                "expression": "!has(object.spec.leaseDurationSeconds) || "
+                f"object.spec.leaseDurationSeconds <= {MAX_LEASE_SECONDS}",
+                "message": f"a node's Lease lasts at most {MAX_LEASE_SECONDS} s",
             },
             {
                 "expression": f"!(object.metadata.name in {reserved}) && "

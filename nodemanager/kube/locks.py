@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import time
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from nodemanager.api.duration import MAX_LEASE_SECONDS
 from nodemanager.kube.client import FIELD_MANAGER, ClientFactory
 from nodemanager.kube.errors import translate
 
@@ -31,6 +33,18 @@ class GroupLock:
 
     def __init__(self, clients: ClientFactory, namespace: str, identity: str):
         self.clients, self.namespace, self.identity = clients, namespace, identity
+        # name -> (resourceVersion, when this node first saw it, on its monotonic clock)
+        self._seen: dict[str, tuple[str, float]] = {}
+
+    def _unchanged_for(self, name: str, version: str) -> float:
+        """Seconds this node has seen the Lease ``name`` at ``version`` (client-go's observed
+        time): a holder that stops writing is stale after its duration whatever renewTime it
+        wrote, in 2099 or by a clock an hour ahead."""
+        seen = self._seen.get(name)
+        if seen is None or seen[0] != version:
+            self._seen[name] = (version, time.monotonic())
+            return 0.0
+        return time.monotonic() - seen[1]
 
     def _api(self) -> client.CoordinationV1Api:
         return client.CoordinationV1Api(self.clients.get())
@@ -63,7 +77,9 @@ class GroupLock:
         spec = lease.spec or client.V1LeaseSpec()
         lease.spec = spec
         holder = spec.holder_identity
-        if holder and holder != self.identity and not _expired(spec, stamp):
+        version = str(lease.metadata.resource_version if lease.metadata else "")
+        stale = self._unchanged_for(name, version) > _duration(spec)
+        if holder and holder != self.identity and not (stale or _expired(spec, stamp)):
             return str(holder)
         if holder != self.identity:
             spec.acquire_time = stamp
@@ -95,8 +111,14 @@ class GroupLock:
             raise translate(e) from e
 
 
+def _duration(spec: client.V1LeaseSpec) -> int:
+    """The holder's duration, at most MAX_LEASE_SECONDS: a Lease written for 68 years is held
+    no longer than the longest any agent asks for."""
+    return min(spec.lease_duration_seconds or 0, MAX_LEASE_SECONDS)
+
+
 def _expired(spec: client.V1LeaseSpec, at: dt.datetime) -> bool:
     renewed = spec.renew_time or spec.acquire_time
     if renewed is None:
         return True
-    return renewed + dt.timedelta(seconds=spec.lease_duration_seconds or 0) < at
+    return renewed + dt.timedelta(seconds=_duration(spec)) < at

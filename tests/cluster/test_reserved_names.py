@@ -1,4 +1,5 @@
-"""Names that cannot collide (issue 27 item 3), tried with a node's own credential.
+"""Names that cannot collide and Leases that cannot be kept (issue 27 items 3 and 10), tried
+with a node's own credential.
 
 A node named ``nodemanager-controller`` held the fleet controller's election Lease as its
 liveness Lease and the controller never led. `rbac` refuses such names (tests/unit/bootstrap);
@@ -13,6 +14,9 @@ import pytest
 from kubernetes import client
 
 from nodemanager.bootstrap.policy import RESERVED_NAMES
+from nodemanager.kube.client import ClientFactory
+from nodemanager.kube.locks import GroupLock
+from tests.cluster.helpers import eventually
 from tests.cluster.test_isolation import cluster, refused  # noqa: F401
 
 pytestmark = pytest.mark.cluster
@@ -37,3 +41,31 @@ def test_a_node_cannot_take_a_reserved_lease_name(cluster, name):  # noqa: F811
 def test_a_node_still_takes_its_own_and_a_group_lease(cluster):  # noqa: F811
     lease(cluster, "upgrades", "a")
     lease(cluster, "a", "a")
+
+
+def test_a_node_cannot_hold_a_lease_for_68_years(cluster):  # noqa: F811
+    now = dt.datetime.now(dt.UTC)
+    body = client.V1Lease(
+        metadata=client.V1ObjectMeta(name="upgrades-68y"),
+        spec=client.V1LeaseSpec(
+            holder_identity="a", lease_duration_seconds=68 * 365 * 86400, renew_time=now
+        ),
+    )
+    api = client.CoordinationV1Api(cluster.a)
+    assert refused(lambda: api.create_namespaced_lease(cluster.ns, body), "at most 1800 s")
+
+
+def test_a_renew_time_in_2099_is_stale_once_unchanged_for_its_duration(cluster):  # noqa: F811
+    """Takers judge by how long they saw the Lease unchanged, not by its renewTime (written
+    here by an administrator, and taken with one: the taker's judgement is what is tried)."""
+    far = dt.datetime(2099, 1, 1, 0, 0, 0, 1, tzinfo=dt.UTC)  # MicroTime: microseconds
+    body = client.V1Lease(
+        metadata=client.V1ObjectMeta(name="group-2099"),
+        spec=client.V1LeaseSpec(holder_identity="a", lease_duration_seconds=2, renew_time=far),
+    )
+    client.CoordinationV1Api(cluster.admin).create_namespaced_lease(cluster.ns, body)
+    lock = GroupLock(ClientFactory(cluster.kubeconfig), cluster.ns, "b")
+    assert lock.try_acquire("group-2099") == "a"  # first seen now: held for its duration
+    eventually(lambda: lock.try_acquire("group-2099") is None, timeout=30, interval=0.5)
+    lease = client.CoordinationV1Api(cluster.admin).read_namespaced_lease("group-2099", cluster.ns)
+    assert lease.spec.holder_identity == "b"
