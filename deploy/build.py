@@ -7,13 +7,21 @@ atomically, into a directory keyed by the payload's hash; later starts only chec
 there. ansible-runner starts `ansible-playbook` as a process: the unpacked tree has a small
 `bin/ansible-playbook` written for the interpreter that runs the zipapp.
 
-Usage: python deploy/build.py OUT  (the host needs CPython of the same minor version and
-platform as the build machine).
+One file runs on every CPython in PYTHONS (the minors ansible-core 2.19 supports): pure-Python
+packages sit once in `site/`; each distribution with a version-specific extension module
+(`*.cpython-311-*.so`: PyYAML, MarkupSafe, cffi, charset-normalizer) is carried per minor in
+`site-cp3XX/`, the same release fetched as a binary wheel for that minor. Stable-ABI (abi3)
+modules such as cryptography's serve every minor from `site/`. On another interpreter the file
+says in one line what it needs and exits 2.
+
+Usage: python deploy/build.py OUT  (the host needs the build machine's platform).
 """
 
 from __future__ import annotations
 
 import hashlib
+import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -30,6 +38,17 @@ import os, sys, tempfile, zipfile
 from pathlib import Path
 
 PAYLOAD_HASH = {payload_hash!r}
+PYTHONS = {pythons!r}
+
+if sys.implementation.name != "cpython" or sys.version_info[:2] not in PYTHONS:
+    sys.stderr.write(
+        "nodemanager: needs CPython "
+        + ", ".join("%d.%d" % v for v in PYTHONS)
+        + "; this is %s %d.%d (%s)\n"
+        % ((sys.implementation.name,) + sys.version_info[:2] + (sys.executable,))
+    )
+    sys.exit(2)
+SITES = ["site-cp%d%d" % sys.version_info[:2], "site"]
 
 
 def _cache_root():
@@ -56,9 +75,9 @@ def _unpack():
     shim.write_text(
         "#!"
         + sys.executable
-        + "\nimport sys\nsys.path.insert(0, "
-        + repr(str(target / "site"))
-        + ")\n"
+        + "\nimport sys\nsys.path[:0] = "
+        + repr([str(target / site) for site in SITES])
+        + "\n"
         "from ansible.cli.playbook import main\nsys.exit(main())\n")
     shim.chmod(0o755)
     (staging / "payload" / ".complete").touch()
@@ -74,7 +93,7 @@ def _unpack():
 
 
 app = _unpack()
-sys.path.insert(0, str(app / "site"))
+sys.path[:0] = [str(app / site) for site in SITES]
 os.environ.setdefault("NODEMANAGER_COLLECTIONS_PATH", str(app / "collections"))
 os.environ.setdefault("NODEMANAGER_PLAYBOOK_TEMPLATES", str(app / "playbook_templates"))
 os.environ.setdefault("NODEMANAGER_ANSIBLE_BIN", str(app / "bin"))
@@ -88,6 +107,53 @@ def tree_hash(root: Path) -> str:
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
+
+
+# The CPython minors one file serves (ansible-core 2.19: 3.11 to 3.13).
+PYTHONS = ((3, 11), (3, 12), (3, 13))
+RECORD_SO = re.compile(r"^([^,]+\.cpython-3\d+[^,/]*\.so),")
+
+
+def version_specific(site: Path) -> dict[str, list[str]]:
+    """`name==version` of each distribution in site with a version-specific extension module,
+    with the files its RECORD lists (relative to site)."""
+    found: dict[str, list[str]] = {}
+    for record in site.glob("*.dist-info/RECORD"):
+        lines = record.read_text().splitlines()
+        if any(RECORD_SO.match(line) for line in lines):
+            name, version = record.parent.name[: -len(".dist-info")].rsplit("-", 1)
+            found[f"{name}=={version}"] = [line.rsplit(",", 2)[0] for line in lines if line]
+    return found
+
+
+def linux_platforms() -> list[str]:
+    """pip --platform tags for this machine's architecture (glibc manylinux)."""
+    arch = platform.machine()
+    return [f"manylinux_2_{minor}_{arch}" for minor in range(17, 40)] + [f"manylinux2014_{arch}"]
+
+
+def split_per_python(payload: Path) -> None:
+    """Move version-specific distributions from site/ into site-cp3XX/, one per minor."""
+    site = payload / "site"
+    specific = version_specific(site)
+    own = f"site-cp{sys.version_info[0]}{sys.version_info[1]}"
+    for files in specific.values():
+        for rel in files:
+            source = site / rel
+            if source.exists():
+                (payload / own / rel).parent.mkdir(parents=True, exist_ok=True)
+                source.rename(payload / own / rel)
+    for major, minor in PYTHONS:
+        if (major, minor) == sys.version_info[:2] or not specific:
+            continue
+        platforms = [arg for tag in linux_platforms() for arg in ("--platform", tag)]
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--no-deps"]
+            + ["--only-binary=:all:", "--implementation", "cp"]
+            + ["--python-version", f"{major}.{minor}", *platforms]
+            + ["--target", str(payload / f"site-cp{major}{minor}"), *sorted(specific)],
+            check=True,
+        )
 
 
 def build(out: Path) -> None:
@@ -114,13 +180,16 @@ def build(out: Path) -> None:
         shutil.rmtree(
             payload / "site" / "bin", ignore_errors=True
         )  # console scripts point at this interpreter
+        split_per_python(payload)
         shutil.copytree(
             collections,
             payload / "collections" / "ansible_collections",
             ignore=shutil.ignore_patterns("__pycache__", "tests", "docs"),
         )
         shutil.copytree(ROOT / "playbook_templates", payload / "playbook_templates")
-        (app / "__main__.py").write_text(BOOT.format(payload_hash=tree_hash(payload)))
+        (app / "__main__.py").write_text(
+            BOOT.format(payload_hash=tree_hash(payload), pythons=PYTHONS)
+        )
         out.parent.mkdir(parents=True, exist_ok=True)
         partial = out.with_name(out.name + ".partial")
         zipapp.create_archive(app, partial, interpreter="/usr/bin/env python3", compressed=True)

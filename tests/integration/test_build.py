@@ -1,5 +1,7 @@
-"""`make build`: bin/nodemanager is one file that runs on a Python with nothing installed."""
+"""`make build`: bin/nodemanager is one file that runs on a Python with nothing installed, on
+every CPython minor the platforms ship (3.11, 3.12, 3.13; pyenv's interpreters here)."""
 
+import glob
 import os
 import subprocess
 import sys
@@ -13,6 +15,18 @@ pytestmark = pytest.mark.ansible
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def interpreter(minor: str) -> str:
+    """This machine's CPython 3.<minor>: pyenv's, or the build interpreter itself."""
+    if sys.version_info[:2] == (3, int(minor)):
+        return sys.executable
+    found = sorted(
+        glob.glob(os.path.expanduser(f"~/.pyenv/versions/3.{minor}.*/bin/python3.{minor}"))
+    )
+    if not found:
+        pytest.skip(f"no CPython 3.{minor} on this machine")
+    return found[-1]
+
+
 @pytest.fixture(scope="module")
 def single_file(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("build") / "nodemanager"
@@ -24,7 +38,9 @@ def single_file(tmp_path_factory) -> Path:
     return out
 
 
-def run(binary: Path, tmp: Path, *args: str) -> subprocess.CompletedProcess:
+def run(
+    binary: Path, tmp: Path, *args: str, python: str = sys.executable
+) -> subprocess.CompletedProcess:
     # `python -I -S`: no site-packages and no user paths, so nothing of the venv can help it.
     env = {
         "PATH": "/usr/bin:/bin",
@@ -32,7 +48,7 @@ def run(binary: Path, tmp: Path, *args: str) -> subprocess.CompletedProcess:
         "NODEMANAGER_UNPACK_DIR": str(tmp / "unpacked"),
     }
     return subprocess.run(
-        [sys.executable, "-I", "-S", str(binary), *args],
+        [python, "-I", "-S", str(binary), *args],
         capture_output=True,
         text=True,
         env=env,
@@ -41,7 +57,9 @@ def run(binary: Path, tmp: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_single_file_build_renders_and_applies_without_the_venv(single_file, tmp_path):
+@pytest.mark.parametrize("minor", ["11", "12", "13"])
+def test_single_file_build_renders_and_applies_without_the_venv(single_file, tmp_path, minor):
+    python = interpreter(minor)
     target = tmp_path / "etc" / "app.conf"
     marker = tmp_path / "reloaded"
     cs = write_configsets(
@@ -65,15 +83,25 @@ def test_single_file_build_renders_and_applies_without_the_venv(single_file, tmp
         },
     )
 
-    rendered = run(single_file, tmp_path, "render", "-f", str(cs))
+    rendered = run(single_file, tmp_path, "render", "-f", str(cs), python=python)
     assert rendered.returncode == 0, rendered.stderr
     assert "ansible.builtin.copy" in rendered.stdout
 
-    first = run(single_file, tmp_path, "apply", "--no-fast-path", "-f", str(cs))
+    first = run(single_file, tmp_path, "apply", "--no-fast-path", "-f", str(cs), python=python)
     assert first.returncode == 0, first.stdout + first.stderr
     assert target.read_text() == "port = 80\n" and oct(os.stat(target).st_mode & 0o777) == "0o640"
     assert marker.exists()  # the handler ran through the unpacked ansible-playbook
 
-    again = run(single_file, tmp_path, "apply", "-f", str(cs))
+    again = run(single_file, tmp_path, "apply", "-f", str(cs), python=python)
     assert again.returncode == 0 and "0 changed" in again.stdout, again.stdout + again.stderr
     assert len(list((tmp_path / "unpacked").iterdir())) == 1  # unpacked once, reused
+
+
+def test_single_file_says_in_one_line_what_it_needs_on_another_python(single_file, tmp_path):
+    older = interpreter("10")
+    result = run(single_file, tmp_path, "--version", python=older)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        f"nodemanager: needs CPython 3.11, 3.12, 3.13; this is cpython 3.10 ({older})"
+    ]
+    assert not (tmp_path / "unpacked").exists()  # refused before unpacking anything
