@@ -4,13 +4,16 @@ A template error can quote a value: ``{{ node.configmaps[node.secrets.password] 
 "has no attribute 'hunter2'". Such messages go to status, Events and logs, which every node and
 many people read. So every spelling of every Secret value the template could see (as is, as a
 Python or JSON string literal, base64, hex, and each line of a multi-line value) is replaced
-before the message leaves. A value too short to replace safely withholds the whole message.
+before the message leaves. A value too short to replace safely withholds the whole message, and
+so does a word of three or more letters or digits that is a piece of a value (forwards or
+backwards, any case): `split`, slicing and case filters make new spellings no list can hold.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Iterable
 
 REDACTED = "<redacted>"
@@ -26,13 +29,28 @@ def _forms(value: str) -> set[str]:
     return {f for f in forms if f}
 
 
+_WORD = re.compile(r"[^\W_]{3,}")  # runs of letters and digits
+
+
+def _derived(message: str, secrets: list[str]) -> bool:
+    """Whether any word of ``message`` is a piece of a Secret value, in either direction and
+    any case: what `split`, slicing, `upper` or `reverse` of a value leave in an error."""
+    haystacks = [h for v in secrets for h in (v.casefold(), v[::-1].casefold())]
+    for word in _WORD.findall(message.replace(REDACTED, " ")):
+        if any(word.casefold() in h for h in haystacks):
+            return True
+    return False
+
+
 def scrub(message: str, values: Iterable[object]) -> str:
-    """``message`` with every form of each string in ``values`` replaced (or withheld)."""
-    forms = set().union(*(_forms(v) for v in values if isinstance(v, str) and v))
+    """``message`` with every form of each string in ``values`` replaced, or withheld whole
+    when a form is too short to replace or a word of it is a piece of a value."""
+    secrets = [v for v in values if isinstance(v, str) and v]
+    forms = set().union(*(_forms(v) for v in secrets))
     for form in sorted(forms, key=len, reverse=True):
         if form not in message:
             continue
         if len(form) < _MIN:
             return WITHHELD
         message = message.replace(form, REDACTED)
-    return message
+    return WITHHELD if _derived(message, secrets) else message

@@ -70,3 +70,25 @@ def test_scrub_replaces_every_spelling():
         f"no attribute '{REDACTED}' / {REDACTED}"
     )
     assert scrub("nothing here", ["abcd"]) == "nothing here"
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{{ nodes[(node.secrets.password.split('-'))[0]] }}",  # a piece, by split
+        "{{ nodes[node.secrets.password.split('-') | join('+')] }}",  # joined anew
+        "{{ nodes[node.secrets.password | upper] }}",  # another case
+        "{{ nodes[node.secrets.password | reverse | join] }}",  # backwards
+        "{{ nodes[node.secrets.password[2:9]] }}",  # a slice
+    ],
+)
+def test_values_derived_from_a_secret_are_withheld(template):
+    message = failure(template, "hunter2-Sup3r-xyzzy")
+    assert message.endswith(WITHHELD), message
+    for piece in ("hunter2", "HUNTER2", "Sup3r", "xyzzy", "nter2-S", "yzzyx"):
+        assert piece not in message
+
+
+def test_an_error_with_no_piece_of_a_secret_keeps_its_message():
+    message = failure("{{ node.secrets.pasword }}", "hunter2-Sup3r-xyzzy")
+    assert "pasword" in message and WITHHELD not in message
