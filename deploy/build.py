@@ -30,6 +30,8 @@ import zipapp
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from nodemanager.version import stamp  # noqa: E402  (the checkout's, standard library only)
 
 # The zipapp's entry point. It must only use the standard library: nothing else is importable
 # before the payload is unpacked.
@@ -180,6 +182,7 @@ def build(out: Path) -> None:
         shutil.rmtree(
             payload / "site" / "bin", ignore_errors=True
         )  # console scripts point at this interpreter
+        info = stamp(payload / "site" / "nodemanager", ROOT)
         split_per_python(payload)
         shutil.copytree(
             collections,
@@ -195,7 +198,7 @@ def build(out: Path) -> None:
         zipapp.create_archive(app, partial, interpreter="/usr/bin/env python3", compressed=True)
         partial.chmod(0o755)
         partial.rename(out)
-    print(f"built {out} ({out.stat().st_size / 1e6:.1f} MB)")
+    print(f"built {out} ({out.stat().st_size / 1e6:.1f} MB): {info.line()}")
 
 
 if __name__ == "__main__":

@@ -24,9 +24,9 @@ from prometheus_client import (
     ProcessCollector,
 )
 
-from nodemanager import __version__
 from nodemanager.desired.merge import DesiredState, ResourceId
 from nodemanager.executor.events import TaskResult
+from nodemanager.version import build_info
 
 prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
 del PLATFORM_COLLECTOR  # the default registry's; this registry gets its own below
@@ -50,12 +50,15 @@ class Metrics:
         self.admission_policy_enforced.set(-1)
         ProcessCollector(registry=r)
         PlatformCollector(registry=r)
+        build = build_info()
         Gauge(
             "nodemanager_build_info",
             "Build information; the value is always 1.",
-            ["version", "goarch", "goos"],
+            ["version", "revision", "date", "goarch", "goos"],
             registry=r,
-        ).labels(__version__, platform.machine(), platform.system().lower()).set(1)
+        ).labels(
+            build.version, build.commit, build.date, platform.machine(), platform.system().lower()
+        ).set(1)
         self._apply_total = Counter(
             "nodemanager_configset_apply",
             "ConfigSet applies by result (success, error).",

@@ -16,10 +16,16 @@ from typing import Any
 
 import click
 
-from nodemanager import __version__
 from nodemanager.cli import access, agent, completion, controller, local, migrate, rollout, upstream
 from nodemanager.cli.errors import Root
 from nodemanager.cli.options import add_verbose, emit, pass_down
+from nodemanager.version import build_info
+
+
+def show_version(ctx: click.Context, wanted: bool) -> None:
+    if wanted:
+        click.echo(build_info().line())
+        ctx.exit()
 
 
 class Main(Root):
@@ -28,8 +34,13 @@ class Main(Root):
 
 
 @click.group(cls=Main, invoke_without_command=True)
-@click.version_option(
-    __version__, "--version", prog_name="nodemanager", message="%(prog)s %(version)s"
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    help="Show the version, commit and commit date, and exit.",
+    callback=lambda ctx, _param, value: show_version(ctx, value),
 )
 @agent.run_options
 @click.pass_context
@@ -55,10 +66,14 @@ def main(ctx: click.Context, /, **options: Any) -> None:
 )
 def version(output_format: str) -> None:
     """Print the version."""
+    info = build_info()
     if output_format == "text":
-        click.echo(f"nodemanager {__version__}")
+        click.echo(info.line())
     else:
-        emit([{"nodemanagerVersion": __version__}], output_format)
+        emit(
+            [{"nodemanagerVersion": info.version, "commit": info.commit, "date": info.date}],
+            output_format,
+        )
 
 
 COMMANDS: Sequence[click.Command] = (

@@ -83,6 +83,12 @@ def test_single_file_build_renders_and_applies_without_the_venv(single_file, tmp
         },
     )
 
+    head = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    version = run(single_file, tmp_path, "--version", python=python)
+    assert f"(commit {head}, " in version.stdout, version.stdout + version.stderr  # stamped
+
     rendered = run(single_file, tmp_path, "render", "-f", str(cs), python=python)
     assert rendered.returncode == 0, rendered.stderr
     assert "ansible.builtin.copy" in rendered.stdout

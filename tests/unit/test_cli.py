@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from nodemanager import __version__
 from nodemanager.cli import main
 from nodemanager.cli.logs import JsonFormatter, setup_logging
+from nodemanager.version import build_info
 
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo.yaml"
 
@@ -24,8 +25,16 @@ def invoke(*args: str, **kw):
 
 
 def test_version_flag_and_command():
-    assert invoke("--version").output.strip() == f"nodemanager {__version__}"
-    assert json.loads(invoke("version", "-o", "json").output) == {"nodemanagerVersion": __version__}
+    info = build_info()
+    assert info.version.startswith(__version__) and len(info.commit) == 40  # from this checkout
+    line = f"nodemanager {info.version} (commit {info.commit}, {info.date})"
+    assert invoke("--version").output.strip() == line
+    assert invoke("version").output.strip() == line
+    assert json.loads(invoke("version", "-o", "json").output) == {
+        "nodemanagerVersion": info.version,
+        "commit": info.commit,
+        "date": info.date,
+    }
 
 
 def test_kubeconfig_comes_from_the_environment_like_kubectl(tmp_path):

@@ -1,0 +1,79 @@
+"""Which build this is: version, git commit and commit date, for `--version` and
+`nodemanager_build_info`. Standard library only, no I/O at import (the CLI starts fast).
+
+A release build (deploy/build.py, `make release`) writes `_build.json` beside this module, from
+git at build time; the file is the only source for an installed copy, which has no git. A
+checkout without it asks git once, when first needed; with neither, commit and date are
+"unknown" rather than a guess.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from nodemanager import __version__
+
+STAMP = Path(__file__).with_name("_build.json")
+UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class BuildInfo:
+    version: str
+    commit: str
+    date: str
+
+    def line(self) -> str:
+        return f"nodemanager {self.version} (commit {self.commit}, {self.date})"
+
+
+def from_git(root: Path) -> BuildInfo | None:
+    """The checkout's build info: `git describe` of a v* tag (else the package version with the
+    short commit as local version), the full commit and its ISO 8601 commit date."""
+    if not (root / ".git").exists():
+        return None
+    try:
+        commit, date = subprocess.run(
+            ["git", "-C", str(root), "log", "-1", "--format=%H %cI"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.split()
+        described = subprocess.run(
+            ["git", "-C", str(root), "describe", "--tags", "--match", "v[0-9]*", "--dirty"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return None
+    if described.returncode == 0:
+        version = described.stdout.strip().removeprefix("v")
+    else:
+        version = f"{__version__}+g{commit[:12]}"
+    return BuildInfo(version, commit, date)
+
+
+@functools.cache
+def build_info() -> BuildInfo:
+    try:
+        raw = json.loads(STAMP.read_text())
+        return BuildInfo(str(raw["version"]), str(raw["commit"]), str(raw["date"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return from_git(Path(__file__).resolve().parents[1]) or BuildInfo(__version__, UNKNOWN, UNKNOWN)
+
+
+def stamp(target: Path, root: Path) -> BuildInfo:
+    """Write the checkout's build info as `_build.json` into the nodemanager package at target
+    (the build's copy), temporary file then rename."""
+    info = from_git(root) or BuildInfo(__version__, UNKNOWN, UNKNOWN)
+    partial = target / "_build.json.partial"
+    partial.write_text(json.dumps(info.__dict__, sort_keys=True) + "\n")
+    partial.rename(target / "_build.json")
+    return info
