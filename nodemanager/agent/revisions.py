@@ -9,41 +9,12 @@ Without ``spec.rollout`` the live object applies, as before. Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-REVISIONS_FIELD = "configsetRevisions"  # the controller's nodemanager.controller.rollout
-REVISION_LABEL = "nodemanager.io/configset"
+from nodemanager.api.revisions import REVISION_LABEL, REVISIONS_FIELD, admitted
 
-
-def admitted(
-    configsets: Sequence[Mapping[str, Any]],
-    node: Mapping[str, Any],
-    revisions: Mapping[str, Mapping[str, Any]],
-) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """(ConfigSets to apply, ConfigSet name -> revision applied) for this node."""
-    wanted = (node.get("spec") or {}).get(REVISIONS_FIELD) or {}
-    out: list[dict[str, Any]] = []
-    running: dict[str, str] = {}
-    for cs in configsets:
-        spec = cs.get("spec") or {}
-        if not isinstance(spec.get("rollout"), Mapping):
-            out.append(dict(cs))
-            continue
-        name = (cs.get("metadata") or {}).get("name", "")
-        revision = revisions.get(str(wanted.get(name) or ""))
-        if revision is None:
-            continue
-        content = (revision.get("data") or {}).get("spec") or {}
-        # The revision joins the resourceVersion: whatever is cached per version (the parsed
-        # ConfigSet, its plan) must not serve one revision's content for another.
-        meta = dict(cs.get("metadata") or {})
-        meta["resourceVersion"] = (
-            f"{meta.get('resourceVersion', '')}:{revision['metadata']['name']}"
-        )
-        out.append({**cs, "metadata": meta, "spec": {**content, "rollout": spec["rollout"]}})
-        running[name] = revision["metadata"]["name"]
-    return out, running
+__all__ = ["REVISIONS_FIELD", "REVISION_LABEL", "admitted", "report"]
 
 
 def report(status: dict[str, Any], running: Mapping[str, str]) -> dict[str, Any]:

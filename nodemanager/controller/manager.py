@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodemanager.api import ConfigSet, InvalidObject
+from nodemanager.api.revisions import admitted
 from nodemanager.controller import access, events, liveness, rollout, staging
 from nodemanager.controller.serve import ControllerMetrics, serve
 from nodemanager.controller.summary import NodeView, configset_status, differs, progress_only
@@ -262,12 +263,25 @@ class Controller:
         self._lease_seen = seen
 
     def _sync_access(self, configsets: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> None:
-        parsed = []
-        for raw in configsets:
-            try:
-                parsed.append(ConfigSet.from_dict(raw))
-            except InvalidObject:
-                continue  # agents apply nothing of it, so it grants nothing
+        revisions = {r["metadata"]["name"]: r for r in self.informers["revisions"].items()}
+        parsed: dict[str, ConfigSet | None] = {}  # by resourceVersion (with its revision)
+
+        def applied_by(node: dict[str, Any]) -> list[ConfigSet]:
+            """What the node applies: a staged ConfigSet's admitted revision (held back by a
+            paused rollout, it still needs that revision's Secrets), else the live spec."""
+            out = []
+            for raw in admitted(configsets, node, revisions)[0]:
+                key = str(raw["metadata"].get("resourceVersion", "")) + raw["metadata"]["name"]
+                if key not in parsed:
+                    try:
+                        parsed[key] = ConfigSet.from_dict(raw)
+                    except InvalidObject:
+                        parsed[key] = None  # agents apply nothing of it: it grants nothing
+                cs = parsed[key]
+                if cs is not None:
+                    out.append(cs)
+            return out
+
         roles = {r["metadata"]["name"]: r for r in self.informers["roles"].items()}
         bindings = {b["metadata"]["name"] for b in self.informers["rolebindings"].items()}
         wanted_names = set()
@@ -275,7 +289,7 @@ class Controller:
             meta = node["metadata"]
             name = access.role_name(meta["name"])
             wanted_names.add(name)
-            wanted = access.rules(*access.references(parsed, meta.get("labels") or {}))
+            wanted = access.rules(*access.references(applied_by(node), meta.get("labels") or {}))
             try:
                 current = roles.get(name)
                 if current is None or access.normalised(current.get("rules")) != wanted:

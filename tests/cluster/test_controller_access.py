@@ -144,3 +144,52 @@ def test_each_node_reads_only_the_secrets_its_configsets_reference(
     )
     measured("Secret reference granted (node's credential)", granted_in)
     measured("Secret reference revoked (node's credential)", revoked_in)
+
+
+def test_a_node_held_at_an_earlier_revision_keeps_that_revisions_secrets(
+    api_client, kubeconfig, namespace, controller, tmp_path
+):
+    """Access follows what the node is admitted to run (issue 27 item 6): held at revision 1 by
+    a paused rollout, it still reads the Secret revision 1 references and not the one only the
+    live spec names; admitted to the new revision, the other way round."""
+    core = client.CoreV1Api(api_client)
+    a = as_node(kubeconfig, namespace, "a", tmp_path)
+    for name in ("old", "new"):
+        core.create_namespaced_secret(
+            namespace,
+            client.V1Secret(metadata=client.V1ObjectMeta(name=name), string_data={"k": name}),
+        )
+    managed_node(api_client, namespace, "a", {"role": "a"})
+    staged = {"selector": {"matchLabels": {"role": "a"}}, "rollout": {"maxUnavailable": 1}}
+    put_configset(
+        api_client, namespace, "staged", {**staged, "files": [secret_file("/etc/s", "old")]}
+    )
+    eventually(lambda: can_read(a, namespace, "old"), timeout=30, message="revision 1 granted")
+    put_configset(
+        api_client,
+        namespace,
+        "staged",
+        {**staged, "paused": True, "files": [secret_file("/etc/s", "new")]},
+    )
+
+    def revisions():
+        return client.AppsV1Api(api_client).list_namespaced_controller_revision(namespace).items
+
+    eventually(lambda: len(revisions()) == 2, timeout=30, message="revision 2 made")
+    admitted = lambda: client.CustomObjectsApi(api_client).get_namespaced_custom_object(  # noqa: E731
+        GROUP, VERSION, namespace, "managednodes", "a"
+    )["spec"]["configsetRevisions"]["staged"]
+    held = admitted()
+    for _ in range(3):  # a few syncs of the controller (1 s each) change nothing
+        time.sleep(1)  # a negative check: the controller's period is the unit
+        assert admitted() == held
+        assert can_read(a, namespace, "old") and not can_read(a, namespace, "new")
+    put_configset(
+        api_client, namespace, "staged", {**staged, "files": [secret_file("/etc/s", "new")]}
+    )
+    eventually(
+        lambda: can_read(a, namespace, "new") and not can_read(a, namespace, "old"),
+        timeout=30,
+        message="admitted to revision 2: its Secret, and no longer revision 1's",
+    )
+    assert admitted() != held
