@@ -6,7 +6,7 @@ NM     := $(VENV)/bin/nodemanager
 STAMP  := $(VENV)/.installed
 
 .PHONY: all deps venv collections demo test test-unit test-integration test-cluster lint \
-        controlplane dev-cluster dev-cluster-stop install run build bench clean e2e
+        controlplane dev-cluster dev-cluster-stop install run build release bench clean e2e
 
 all: venv collections
 
@@ -86,6 +86,11 @@ bench: deps venv collections controlplane
 # bin/nodemanager: one runnable file (zipapp) with every Python dependency, skeletons and collections.
 build: venv collections
 	$(PY) deploy/build.py bin/nodemanager
+
+# dist/: sdist, wheel, the agent file for this platform, sbom.cdx.json and SHA256SUMS
+# (deploy/release.py), the version stamped from git.
+release: venv collections
+	$(PY) deploy/release.py dist
 
 # Only what the build made: the project's own collection (nodemanager.core) is tracked source.
 clean:

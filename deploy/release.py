@@ -1,0 +1,132 @@
+"""`make release`: dist/ with the sdist, the wheel, the agent file, SHA256SUMS and an SBOM.
+
+- `nodemanager-<version>.tar.gz` and the wheel: setuptools' PEP 517 hooks, the backend fetched
+  with pip into a temporary directory (the venv's setuptools is older than pyproject asks).
+- `nodemanager-<version>-linux-<arch>`: the agent file (deploy/build.py) for this machine's
+  platform, every CPython minor in build.PYTHONS. Checked after the build: every compiled
+  module's platform tag names this architecture.
+- `sbom.cdx.json`: CycloneDX 1.5, one component per artifact, each listing the Python packages
+  it carries (name, version, purl), read from the artifact itself, not from the build's inputs.
+- `SHA256SUMS`: `sha256sum -c` format over every other file.
+
+Usage: python deploy/release.py [DIST]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+import build as agent_build  # deploy/build.py (this directory is on sys.path when run)
+from nodemanager.version import build_info
+
+ROOT = agent_build.ROOT
+DIST_INFO = re.compile(r"(?:^|/)([^/]+)-([^/-]+)\.dist-info/METADATA$")
+TAG = re.compile(r"\.cpython-3\d+-([a-z0-9_]+)-linux-[a-z]+\.so$")
+ELF_MACHINE = {62: "x86_64", 183: "aarch64"}  # e_machine of the ELF header
+
+
+def python_packages(archive: Path) -> list[tuple[str, str]]:
+    """(name, version) of every distribution whose METADATA the zip or wheel holds, each once."""
+    with zipfile.ZipFile(archive) as zf:
+        found = {m.groups() for name in zf.namelist() if (m := DIST_INFO.search(name))}
+    return sorted(found)
+
+
+def foreign_extensions(archive: Path, arch: str) -> list[str]:
+    """Compiled modules in archive that are not for `arch` (an empty list is a pass): by the
+    platform tag in the name where there is one, and by the ELF header's machine always (abi3
+    modules carry no tag)."""
+    foreign = []
+    with zipfile.ZipFile(archive) as zf:
+        for name in (n for n in zf.namelist() if re.search(r"\.so(\.\d+)*$", n)):
+            header = zf.open(name).read(20)
+            machine = ELF_MACHINE.get(int.from_bytes(header[18:20], "little"), "?")
+            tag = TAG.search(name)
+            if header[:4] != b"\x7fELF" or machine != arch or (tag and tag.group(1) != arch):
+                foreign.append(name)
+    return foreign
+
+
+def backend_build(kind: str, dist: Path) -> Path:
+    with tempfile.TemporaryDirectory(prefix="nodemanager-backend-") as backend:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "--target", backend]
+            + ["setuptools>=77"],
+            check=True,
+        )
+        code = f"import setuptools.build_meta as b; print(b.build_{kind}({str(dist)!r}))"
+        name = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=ROOT,
+            env={"PYTHONPATH": backend, "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()[-1]
+    return dist / name
+
+
+def sbom(artifacts: list[Path], version: str) -> dict[str, object]:
+    def component(artifact: Path) -> dict[str, object]:
+        packages = python_packages(artifact) if artifact.suffix != ".gz" else []
+        return {
+            "type": "application",
+            "bom-ref": artifact.name,
+            "name": artifact.name,
+            "version": version,
+            "hashes": [{"alg": "SHA-256", "content": sha256(artifact)}],
+            "components": [
+                {
+                    "type": "library",
+                    "bom-ref": f"{artifact.name}/{name}",
+                    "name": name,
+                    "version": pkg_version,
+                    "purl": f"pkg:pypi/{name.lower().replace('_', '-')}@{pkg_version}",
+                }
+                for name, pkg_version in packages
+            ],
+        }
+
+    return {
+        "bomFormat": "CycloneDX",
+        "specVersion": "1.5",
+        "version": 1,
+        "metadata": {
+            "component": {"type": "application", "name": "nodemanager", "version": version}
+        },
+        "components": [component(a) for a in artifacts],
+    }
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def release(dist: Path) -> list[Path]:
+    dist.mkdir(parents=True, exist_ok=True)
+    info = build_info()
+    arch = platform.machine()
+    artifacts = [backend_build("sdist", dist), backend_build("wheel", dist)]
+    agent = dist / f"nodemanager-{info.version}-linux-{arch}"
+    agent_build.build(agent)
+    if foreign := foreign_extensions(agent, arch):
+        raise SystemExit(f"{agent.name} carries modules of another platform: {foreign[:5]}")
+    artifacts.append(agent)
+    bom = dist / "sbom.cdx.json"
+    bom.write_text(json.dumps(sbom(artifacts, info.version), indent=2) + "\n")
+    sums = [f"{sha256(p)}  {p.name}" for p in [*artifacts, bom]]
+    (dist / "SHA256SUMS").write_text("\n".join(sums) + "\n")
+    return [*artifacts, bom, dist / "SHA256SUMS"]
+
+
+if __name__ == "__main__":
+    for path in release(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "dist"):
+        print(f"{path} ({path.stat().st_size / 1e6:.1f} MB)")

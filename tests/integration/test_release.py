@@ -1,0 +1,57 @@
+"""`make release` (deploy/release.py): dist/ holds the sdist, the wheel, the agent file, an SBOM
+naming every Python package each artifact carries, and SHA256SUMS that `sha256sum -c` accepts."""
+
+import json
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.ansible
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "deploy"))
+import release  # noqa: E402  (deploy/release.py)
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run(
+        [sys.executable, str(ROOT / "deploy" / "release.py"), str(out)],
+        check=True,
+        capture_output=True,
+    )
+    return out
+
+
+def test_checksums_cover_every_artifact_and_verify(dist):
+    sums = subprocess.run(
+        ["sha256sum", "-c", "SHA256SUMS"], cwd=dist, capture_output=True, text=True
+    )
+    assert sums.returncode == 0, sums.stdout + sums.stderr
+    listed = {line.split("  ", 1)[1] for line in (dist / "SHA256SUMS").read_text().splitlines()}
+    assert listed == {p.name for p in dist.iterdir()} - {"SHA256SUMS"}
+    assert any(name.endswith(".tar.gz") for name in listed)
+    assert any(name.endswith("-py3-none-any.whl") for name in listed)
+    assert any(name.endswith(f"-linux-{platform.machine()}") for name in listed)
+
+
+def test_sbom_lists_the_packages_inside_each_artifact(dist):
+    bom = json.loads((dist / "sbom.cdx.json").read_text())
+    assert bom["bomFormat"] == "CycloneDX" and bom["specVersion"] == "1.5"
+    carried = {c["name"]: {p["name"].lower() for p in c["components"]} for c in bom["components"]}
+    agent = next(name for name in carried if "-linux-" in name)
+    # read from the file: the pure ones once, PyYAML carried per CPython minor (one entry)
+    assert {"nodemanager", "ansible_core", "kubernetes", "pyyaml", "markupsafe"} <= carried[agent]
+    assert carried[agent] == {name.lower() for name, _ in release.python_packages(dist / agent)}
+    wheel = next(name for name in carried if name.endswith(".whl"))
+    assert carried[wheel] == {"nodemanager"}
+
+
+def test_agent_file_carries_only_modules_of_its_platform(dist):
+    agent = next(dist.glob(f"*-linux-{platform.machine()}"))
+    assert release.foreign_extensions(agent, platform.machine()) == []
+    other = "aarch64" if platform.machine() == "x86_64" else "x86_64"
+    assert release.foreign_extensions(agent, other)  # the check sees what it is looking for
