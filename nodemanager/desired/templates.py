@@ -103,7 +103,9 @@ class _Sandbox(SandboxedEnvironment):
             for seq, times in ((left, right), (right, left)):
                 if isinstance(seq, str | bytes | list | tuple) and isinstance(times, int):
                     if len(seq) * times > self.max_result:
-                        raise jinja2.exceptions.SecurityError("repetition past the output limit")
+                        raise jinja2.exceptions.SecurityError(
+                            f"repetition: output over the limit of {self.max_result} bytes"
+                        )
         if operator == "**" and isinstance(right, int) and abs(right) > 4096:
             raise jinja2.exceptions.SecurityError("power with an exponent past 4096")
         return super().call_binop(context, operator, left, right)
