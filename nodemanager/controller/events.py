@@ -33,6 +33,16 @@ def names(nodes: Sequence[str]) -> str:
     return f"{shown} and {more} more" if more > 0 else shown
 
 
+def invalid_status(node: str, field: str) -> Note:
+    """A node wrote a status field the controller refuses; only its name and path are shown."""
+    return Note(
+        "InvalidNodeStatus",
+        f"ManagedNode {node}: {field} is invalid; that entry is skipped until the node fixes it",
+        key=field,
+        warning=True,
+    )
+
+
 def started(revision: int, target: str, max_unavailable: int | str, paused: bool) -> Note:
     when = "paused: no node is admitted until resumed" if paused else "started"
     return Note(

@@ -112,6 +112,7 @@ class Controller:
         # causes a second identical write.
         self._written: dict[str, dict[str, Any]] = {}
         self._stale_written: dict[str, str] = {}  # node -> resourceVersion the write was based on
+        self._warned: set[tuple[str, str, str]] = set()  # (node, field, resourceVersion)
         self._lease_seen: dict[str, tuple[str, float]] = {}  # node -> (renewTime, first seen)
         self._targets: dict[str, str] = {}  # ConfigSet -> revision its rollout last aimed at
         self._rolling = False  # a rollout waits on time (minReadySeconds): sync every tick
@@ -142,6 +143,7 @@ class Controller:
         self, configsets: list[dict[str, Any]], nodes: list[dict[str, Any]]
     ) -> None:
         views = [NodeView.from_dict(n) for n in nodes]
+        self._warn_invalid(nodes, views)
         now = stamp()
         self._rolling = self._deferred = False
         for raw in configsets:
@@ -188,6 +190,31 @@ class Controller:
                 # and must not say it twice.
                 notes = notes + events.transitions(base["status"], wanted)
             self._record(raw, notes)
+
+    def _warn_invalid(self, nodes: list[dict[str, Any]], views: list[NodeView]) -> None:
+        """One Warning Event per bad field of a node's status (per version of the node): the
+        entry is skipped, that node counts as not reported, every other node is unaffected."""
+        warned = set()
+        for raw, view in zip(nodes, views, strict=True):
+            meta = raw["metadata"]
+            for problem in view.problems:
+                key = (problem.node, problem.field, meta.get("resourceVersion", ""))
+                warned.add(key)
+                if key in self._warned:
+                    continue
+                log.warning("ManagedNode %s: %s is invalid; skipped", problem.node, problem.field)
+                involved = {
+                    "apiVersion": raw.get("apiVersion", "common.nodemanager/v1"),
+                    "kind": "ManagedNode",
+                    "name": meta["name"],
+                    "uid": meta.get("uid", ""),
+                }
+                note = events.invalid_status(problem.node, problem.field)
+                self.recorder.record(
+                    involved, note.reason, note.message, key=note.key, warning=True
+                )
+                self.metrics.writes.labels("event").inc()
+        self._warned = warned
 
     def _progress_waits(self, name: str, wanted: dict[str, Any], base: dict[str, Any]) -> bool:
         since = time.monotonic() - self._written_at.get(name, float("-inf"))

