@@ -39,6 +39,12 @@ from nodemanager.cli.options import api_options, duration
     show_default=True,
     help="Keep one Role per node granting read of the Secrets/ConfigMaps its ConfigSets name.",
 )
+@click.option(
+    "--trust-node-labels",
+    is_flag=True,
+    help="Grant Secret/ConfigMap references through the labels nodes set on themselves "
+    "(kubernetes.io/os, kubernetes.io/arch, nodemanager.io/os): any node can then claim them.",
+)
 @click.option("--metrics-bind-address", default=":8082", show_default=True)
 @click.option("--health-probe-bind-address", default=":8083", show_default=True)
 @click.option(
@@ -61,6 +67,7 @@ def controller(
     leader_elect_retry_period: str,
     sync_period: str,
     manage_access: bool,
+    trust_node_labels: bool,
     metrics_bind_address: str,
     health_probe_bind_address: str,
     log_format: str,
@@ -80,6 +87,7 @@ def controller(
         identity=leader_elect_identity,
         sync_period=duration(sync_period),
         manage_access=manage_access,
+        trust_node_labels=trust_node_labels,
         metrics_bind_address=metrics_bind_address,
         health_probe_bind_address=health_probe_bind_address,
         lease_duration=duration(leader_elect_lease_duration),

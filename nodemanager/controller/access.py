@@ -6,6 +6,11 @@ node, bound to the node's ServiceAccount. A rule with an empty ``resourceNames``
 *every* object of the kind, so a kind with no references gets no rule at all. ``list`` and
 ``watch`` are granted too: the API server authorises them against ``resourceNames`` when the
 request selects one object with ``fieldSelector=metadata.name=...``.
+
+Only labels a node cannot set on itself decide (``trusted``): a ConfigSet selecting on
+``nodemanager.io/os`` or ``kubernetes.io/arch`` still applies, but grants its references only
+to nodes it selects through administrator-set labels or the node's name
+(``--trust-node-labels`` restores the old, spoofable behaviour).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import Any
 
 from nodemanager.api import ConfigSet
 from nodemanager.desired.select import matches
+from nodemanager.host.labels import MANAGED_KEYS
 
 READ = ["get", "list", "watch"]
 MANAGED_BY = {
@@ -30,6 +36,20 @@ def role_name(node: str) -> str:
 def service_account(node: str) -> str:
     """The node's ServiceAccount; the same name `nodemanager rbac` creates (bootstrap/rbac.py)."""
     return f"nodemanager-{node}"
+
+
+# Labels the agent sets on its own ManagedNode: the admission policy pins kubernetes.io/hostname
+# to the node's name, but the rest are whatever the host says, so a compromised host could
+# select itself into another host's ConfigSets. Grants are decided without them.
+SELF_REPORTED = tuple(k for k in MANAGED_KEYS if k != "kubernetes.io/hostname")
+SELF_PREFIX = "agent.nodemanager.io/"
+
+
+def trusted(labels: Mapping[str, str]) -> dict[str, str]:
+    """The labels a node cannot set on itself: the administrator's, and its pinned hostname."""
+    return {
+        k: v for k, v in labels.items() if k not in SELF_REPORTED and not k.startswith(SELF_PREFIX)
+    }
 
 
 def references(

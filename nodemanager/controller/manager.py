@@ -53,6 +53,8 @@ class Options:
     # next pass (a second later), so a slow API server cannot stall ConfigSet status for minutes.
     liveness_budget: float = 0.5
     manage_access: bool = True
+    # Grant Secret/ConfigMap references through labels nodes report themselves (spoofable).
+    trust_node_labels: bool = False
     metrics_bind_address: str = ":8082"
     health_probe_bind_address: str = ":8083"
     lease_duration: float = 15.0
@@ -316,7 +318,10 @@ class Controller:
             meta = node["metadata"]
             name = access.role_name(meta["name"])
             wanted_names.add(name)
-            wanted = access.rules(*access.references(applied_by(node), meta.get("labels") or {}))
+            labels = meta.get("labels") or {}
+            if not self.opts.trust_node_labels:
+                labels = access.trusted(labels)
+            wanted = access.rules(*access.references(applied_by(node), labels))
             try:
                 current = roles.get(name)
                 if current is None or access.normalised(current.get("rules")) != wanted:

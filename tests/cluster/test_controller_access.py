@@ -193,3 +193,36 @@ def test_a_node_held_at_an_earlier_revision_keeps_that_revisions_secrets(
         message="admitted to revision 2: its Secret, and no longer revision 1's",
     )
     assert admitted() != held
+
+
+def test_self_reported_labels_grant_no_secret(
+    api_client, kubeconfig, namespace, controller, tmp_path
+):
+    """A node sets nodemanager.io/os (and kubernetes.io/arch) on itself (issue 27 item 1): a
+    ConfigSet selecting on them grants its Secret to no node; one selecting on an
+    administrator's label does."""
+    core = client.CoreV1Api(api_client)
+    a = as_node(kubeconfig, namespace, "a", tmp_path)
+    for name in ("by-os", "by-role"):
+        core.create_namespaced_secret(
+            namespace,
+            client.V1Secret(metadata=client.V1ObjectMeta(name=name), string_data={"k": name}),
+        )
+    managed_node(api_client, namespace, "a", {"nodemanager.io/os": "vault", "role": "a"})
+    put_configset(
+        api_client,
+        namespace,
+        "by-os",
+        {
+            "selector": {"matchLabels": {"nodemanager.io/os": "vault"}},
+            "files": [secret_file("/etc/os", "by-os")],
+        },
+    )
+    put_configset(
+        api_client,
+        namespace,
+        "by-role",
+        {"selector": {"matchLabels": {"role": "a"}}, "files": [secret_file("/etc/r", "by-role")]},
+    )
+    eventually(lambda: can_read(a, namespace, "by-role"), timeout=30, message="admin label grants")
+    assert not can_read(a, namespace, "by-os")

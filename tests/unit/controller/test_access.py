@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from nodemanager.api import ConfigSet
-from nodemanager.controller.access import binding, normalised, references, role, rules
+from nodemanager.controller.access import binding, normalised, references, role, rules, trusted
 
 
 def cs(name, role_, secrets=(), configmaps=()):
@@ -57,3 +57,15 @@ def test_role_and_binding_name_the_node_and_its_service_account():
     assert b["subjects"] == [
         {"kind": "ServiceAccount", "name": "nodemanager-h1", "namespace": "ns"}
     ]
+
+
+def test_only_labels_a_node_cannot_set_decide_grants():
+    labels = {
+        "kubernetes.io/hostname": "a",
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "nodemanager.io/os": "arch",
+        "agent.nodemanager.io/x": "y",
+        "role": "db",
+    }
+    assert trusted(labels) == {"kubernetes.io/hostname": "a", "role": "db"}
