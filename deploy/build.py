@@ -7,21 +7,21 @@ atomically, into a directory keyed by the payload's hash; later starts only chec
 there. ansible-runner starts `ansible-playbook` as a process: the unpacked tree has a small
 `bin/ansible-playbook` written for the interpreter that runs the zipapp.
 
-One file runs on every CPython in PYTHONS (the minors ansible-core 2.19 supports): pure-Python
-packages sit once in `site/`; each distribution with a version-specific extension module
-(`*.cpython-311-*.so`: PyYAML, MarkupSafe, cffi, charset-normalizer) is carried per minor in
-`site-cp3XX/`, the same release fetched as a binary wheel for that minor. Stable-ABI (abi3)
-modules such as cryptography's serve every minor from `site/`. On another interpreter the file
-says in one line what it needs and exits 2.
+One file runs on every CPython in PYTHONS (the minors ansible-core 2.19 supports) of one
+platform in TARGETS: nodemanager's wheel and its dependencies are installed as binary wheels for
+that platform once per minor (pip --platform --python-version --only-binary, so a build for
+aarch64 or musl needs no such machine); what is identical under every minor (pure Python, abi3
+modules such as cryptography's) is carried once in `site/`, the rest (PyYAML, MarkupSafe, cffi,
+… with `*.cpython-3XX-*.so`) per minor in `site-cp3XX/`. On another interpreter or platform the
+file says in one line what it needs and exits 2.
 
-Usage: python deploy/build.py OUT  (the host needs the build machine's platform).
+Usage: python deploy/build.py OUT [ARCH LIBC]  (default: this machine's, e.g. x86_64 gnu).
 """
 
 from __future__ import annotations
 
 import hashlib
 import platform
-import re
 import shutil
 import subprocess
 import sys
@@ -41,6 +41,7 @@ from pathlib import Path
 
 PAYLOAD_HASH = {payload_hash!r}
 PYTHONS = {pythons!r}
+MULTIARCH = {multiarch!r}
 
 if sys.implementation.name != "cpython" or sys.version_info[:2] not in PYTHONS:
     sys.stderr.write(
@@ -48,6 +49,12 @@ if sys.implementation.name != "cpython" or sys.version_info[:2] not in PYTHONS:
         + ", ".join("%d.%d" % v for v in PYTHONS)
         + "; this is %s %d.%d (%s)\n"
         % ((sys.implementation.name,) + sys.version_info[:2] + (sys.executable,))
+    )
+    sys.exit(2)
+if getattr(sys.implementation, "_multiarch", MULTIARCH) != MULTIARCH:
+    sys.stderr.write(
+        "nodemanager: this file is for %s; this Python is %s: use that platform's file\n"
+        % (MULTIARCH, sys.implementation._multiarch)
     )
     sys.exit(2)
 SITES = ["site-cp%d%d" % sys.version_info[:2], "site"]
@@ -106,6 +113,8 @@ sys.exit(main())
 
 def tree_hash(root: Path) -> str:
     digest = hashlib.sha256()
+    if root.is_file():
+        return hashlib.sha256(root.read_bytes()).hexdigest()
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
@@ -113,52 +122,46 @@ def tree_hash(root: Path) -> str:
 
 # The CPython minors one file serves (ansible-core 2.19: 3.11 to 3.13).
 PYTHONS = ((3, 11), (3, 12), (3, 13))
-RECORD_SO = re.compile(r"^([^,]+\.cpython-3\d+[^,/]*\.so),")
+# The platforms an agent file is built for: (architecture, libc) as in sys.implementation's
+# _multiarch, `<arch>-linux-<libc>`, which the file checks at start.
+TARGETS = (("x86_64", "gnu"), ("aarch64", "gnu"), ("x86_64", "musl"), ("aarch64", "musl"))
+HOST = (platform.machine(), "musl" if "musl" in platform.libc_ver()[0] else "gnu")
 
 
-def version_specific(site: Path) -> dict[str, list[str]]:
-    """`name==version` of each distribution in site with a version-specific extension module,
-    with the files its RECORD lists (relative to site)."""
-    found: dict[str, list[str]] = {}
-    for record in site.glob("*.dist-info/RECORD"):
-        lines = record.read_text().splitlines()
-        if any(RECORD_SO.match(line) for line in lines):
-            name, version = record.parent.name[: -len(".dist-info")].rsplit("-", 1)
-            found[f"{name}=={version}"] = [line.rsplit(",", 2)[0] for line in lines if line]
-    return found
-
-
-def linux_platforms() -> list[str]:
-    """pip --platform tags for this machine's architecture (glibc manylinux)."""
-    arch = platform.machine()
+def pip_platforms(arch: str, libc: str) -> list[str]:
+    """pip --platform tags of a target: every manylinux (glibc 2.17+) or musllinux tag."""
+    if libc == "musl":
+        return [f"musllinux_1_{minor}_{arch}" for minor in (1, 2)]
     return [f"manylinux_2_{minor}_{arch}" for minor in range(17, 40)] + [f"manylinux2014_{arch}"]
 
 
-def split_per_python(payload: Path) -> None:
-    """Move version-specific distributions from site/ into site-cp3XX/, one per minor."""
-    site = payload / "site"
-    specific = version_specific(site)
-    own = f"site-cp{sys.version_info[0]}{sys.version_info[1]}"
-    for files in specific.values():
-        for rel in files:
-            source = site / rel
-            if source.exists():
-                (payload / own / rel).parent.mkdir(parents=True, exist_ok=True)
-                source.rename(payload / own / rel)
-    for major, minor in PYTHONS:
-        if (major, minor) == sys.version_info[:2] or not specific:
-            continue
-        platforms = [arg for tag in linux_platforms() for arg in ("--platform", tag)]
+def install_sites(wheel: Path, payload: Path, arch: str, libc: str) -> None:
+    """nodemanager's wheel with every dependency as binary wheels for the target, once per
+    CPython minor; then each top-level entry identical under every minor moves to site/, the
+    rest stays in site-cp3XX/ (whole packages: a package split across two sys.path entries
+    would not import)."""
+    platforms = [arg for tag in pip_platforms(arch, libc) for arg in ("--platform", tag)]
+    sites = [payload / f"site-cp{major}{minor}" for major, minor in PYTHONS]
+    for (major, minor), site in zip(PYTHONS, sites, strict=True):
         subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--no-deps"]
+            [sys.executable, "-m", "pip", "install", "--quiet", "--no-compile"]
             + ["--only-binary=:all:", "--implementation", "cp"]
             + ["--python-version", f"{major}.{minor}", *platforms]
-            + ["--target", str(payload / f"site-cp{major}{minor}"), *sorted(specific)],
+            + ["--target", str(site), str(wheel)],
             check=True,
         )
+        shutil.rmtree(site / "bin", ignore_errors=True)  # console scripts: not for the target
+    shared = payload / "site"
+    shared.mkdir()
+    for entry in sorted(p.name for p in sites[0].iterdir()):
+        hashes = {tree_hash(site / entry) if (site / entry).exists() else "" for site in sites}
+        if len(hashes) == 1:
+            (sites[0] / entry).rename(shared / entry)
+            for site in sites[1:]:
+                shutil.rmtree(site / entry) if (site / entry).is_dir() else (site / entry).unlink()
 
 
-def build(out: Path) -> None:
+def build(out: Path, arch: str = HOST[0], libc: str = HOST[1]) -> None:
     collections = ROOT / "collections" / "ansible_collections"
     if not (collections / "community" / "general").is_dir():
         raise SystemExit("collections are not installed: run `make collections` first")
@@ -166,24 +169,12 @@ def build(out: Path) -> None:
         app = Path(tmp) / "app"
         payload = app / "payload"
         subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--no-compile",
-                "--target",
-                str(payload / "site"),
-                str(ROOT),
-            ],
+            [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps"]
+            + ["--wheel-dir", tmp, str(ROOT)],
             check=True,
         )
-        shutil.rmtree(
-            payload / "site" / "bin", ignore_errors=True
-        )  # console scripts point at this interpreter
+        install_sites(next(Path(tmp).glob("nodemanager-*.whl")), payload, arch, libc)
         info = stamp(payload / "site" / "nodemanager", ROOT)
-        split_per_python(payload)
         shutil.copytree(
             collections,
             payload / "collections" / "ansible_collections",
@@ -191,7 +182,9 @@ def build(out: Path) -> None:
         )
         shutil.copytree(ROOT / "playbook_templates", payload / "playbook_templates")
         (app / "__main__.py").write_text(
-            BOOT.format(payload_hash=tree_hash(payload), pythons=PYTHONS)
+            BOOT.format(
+                payload_hash=tree_hash(payload), pythons=PYTHONS, multiarch=f"{arch}-linux-{libc}"
+            )
         )
         out.parent.mkdir(parents=True, exist_ok=True)
         partial = out.with_name(out.name + ".partial")
@@ -202,4 +195,4 @@ def build(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    build(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "bin" / "nodemanager")
+    build(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "bin" / "nodemanager", *sys.argv[2:])

@@ -2,21 +2,21 @@
 
 - `nodemanager-<version>.tar.gz` and the wheel: setuptools' PEP 517 hooks, the backend fetched
   with pip into a temporary directory (the venv's setuptools is older than pyproject asks).
-- `nodemanager-<version>-linux-<arch>`: the agent file (deploy/build.py) for this machine's
-  platform, every CPython minor in build.PYTHONS. Checked after the build: every compiled
-  module's platform tag names this architecture.
+- `nodemanager-<version>-linux[-musl]-<arch>`: the agent file (deploy/build.py) for each
+  platform in build.TARGETS (x86_64 and aarch64, glibc and musl), every CPython minor in
+  build.PYTHONS. Checked after the build: every compiled module's ELF machine and platform tag
+  name the file's architecture and libc.
 - `sbom.cdx.json`: CycloneDX 1.5, one component per artifact, each listing the Python packages
   it carries (name, version, purl), read from the artifact itself, not from the build's inputs.
 - `SHA256SUMS`: `sha256sum -c` format over every other file.
 
-Usage: python deploy/release.py [DIST]
+Usage: python deploy/release.py [DIST [ARCH-LIBC ...]]  (default: every target)
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import platform
 import re
 import subprocess
 import sys
@@ -29,7 +29,7 @@ from nodemanager.version import build_info
 
 ROOT = agent_build.ROOT
 DIST_INFO = re.compile(r"(?:^|/)([^/]+)-([^/-]+)\.dist-info/METADATA$")
-TAG = re.compile(r"\.cpython-3\d+-([a-z0-9_]+)-linux-[a-z]+\.so$")
+TAG = re.compile(r"\.cpython-3\d+-([a-z0-9_]+)-linux-([a-z]+)\.so$")
 ELF_MACHINE = {62: "x86_64", 183: "aarch64"}  # e_machine of the ELF header
 
 
@@ -40,7 +40,7 @@ def python_packages(archive: Path) -> list[tuple[str, str]]:
     return sorted(found)
 
 
-def foreign_extensions(archive: Path, arch: str) -> list[str]:
+def foreign_extensions(archive: Path, arch: str, libc: str = "gnu") -> list[str]:
     """Compiled modules in archive that are not for `arch` (an empty list is a pass): by the
     platform tag in the name where there is one, and by the ELF header's machine always (abi3
     modules carry no tag)."""
@@ -50,7 +50,11 @@ def foreign_extensions(archive: Path, arch: str) -> list[str]:
             header = zf.open(name).read(20)
             machine = ELF_MACHINE.get(int.from_bytes(header[18:20], "little"), "?")
             tag = TAG.search(name)
-            if header[:4] != b"\x7fELF" or machine != arch or (tag and tag.group(1) != arch):
+            if (
+                header[:4] != b"\x7fELF"
+                or machine != arch
+                or (tag and tag.groups() != (arch, libc))
+            ):
                 foreign.append(name)
     return foreign
 
@@ -110,16 +114,24 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def release(dist: Path) -> list[Path]:
+def agent_name(version: str, arch: str, libc: str) -> str:
+    return (
+        f"nodemanager-{version}-linux-{arch}"
+        if libc == "gnu"
+        else (f"nodemanager-{version}-linux-musl-{arch}")
+    )
+
+
+def release(dist: Path, targets: tuple[tuple[str, str], ...] = agent_build.TARGETS) -> list[Path]:
     dist.mkdir(parents=True, exist_ok=True)
     info = build_info()
-    arch = platform.machine()
     artifacts = [backend_build("sdist", dist), backend_build("wheel", dist)]
-    agent = dist / f"nodemanager-{info.version}-linux-{arch}"
-    agent_build.build(agent)
-    if foreign := foreign_extensions(agent, arch):
-        raise SystemExit(f"{agent.name} carries modules of another platform: {foreign[:5]}")
-    artifacts.append(agent)
+    for arch, libc in targets:
+        agent = dist / agent_name(info.version, arch, libc)
+        agent_build.build(agent, arch, libc)
+        if foreign := foreign_extensions(agent, arch, libc):
+            raise SystemExit(f"{agent.name} carries modules of another platform: {foreign[:5]}")
+        artifacts.append(agent)
     bom = dist / "sbom.cdx.json"
     bom.write_text(json.dumps(sbom(artifacts, info.version), indent=2) + "\n")
     sums = [f"{sha256(p)}  {p.name}" for p in [*artifacts, bom]]
@@ -128,5 +140,7 @@ def release(dist: Path) -> list[Path]:
 
 
 if __name__ == "__main__":
-    for path in release(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "dist"):
+    targets = tuple(tuple(t.split("-", 1)) for t in sys.argv[2:]) or agent_build.TARGETS
+    dist = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "dist"
+    for path in release(dist, targets):  # type: ignore[arg-type]
         print(f"{path} ({path.stat().st_size / 1e6:.1f} MB)")

@@ -5,6 +5,7 @@ import json
 import platform
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -14,12 +15,23 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "deploy"))
 import release  # noqa: E402  (deploy/release.py)
 
+ARCH = platform.machine()
+OTHER = "aarch64" if ARCH == "x86_64" else "x86_64"
+
 
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("dist")
     subprocess.run(
-        [sys.executable, str(ROOT / "deploy" / "release.py"), str(out)],
+        # this machine's target and one cross-built (musl, the other architecture); `make
+        # release` builds all four the same way
+        [
+            sys.executable,
+            str(ROOT / "deploy" / "release.py"),
+            str(out),
+            f"{ARCH}-gnu",
+            f"{OTHER}-musl",
+        ],
         check=True,
         capture_output=True,
     )
@@ -35,14 +47,15 @@ def test_checksums_cover_every_artifact_and_verify(dist):
     assert listed == {p.name for p in dist.iterdir()} - {"SHA256SUMS"}
     assert any(name.endswith(".tar.gz") for name in listed)
     assert any(name.endswith("-py3-none-any.whl") for name in listed)
-    assert any(name.endswith(f"-linux-{platform.machine()}") for name in listed)
+    assert any(name.endswith(f"-linux-{ARCH}") for name in listed)
+    assert any(name.endswith(f"-linux-musl-{OTHER}") for name in listed)
 
 
 def test_sbom_lists_the_packages_inside_each_artifact(dist):
     bom = json.loads((dist / "sbom.cdx.json").read_text())
     assert bom["bomFormat"] == "CycloneDX" and bom["specVersion"] == "1.5"
     carried = {c["name"]: {p["name"].lower() for p in c["components"]} for c in bom["components"]}
-    agent = next(name for name in carried if "-linux-" in name)
+    agent = next(name for name in carried if name.endswith(f"-linux-{ARCH}"))
     # read from the file: the pure ones once, PyYAML carried per CPython minor (one entry)
     assert {"nodemanager", "ansible_core", "kubernetes", "pyyaml", "markupsafe"} <= carried[agent]
     assert carried[agent] == {name.lower() for name, _ in release.python_packages(dist / agent)}
@@ -50,8 +63,28 @@ def test_sbom_lists_the_packages_inside_each_artifact(dist):
     assert carried[wheel] == {"nodemanager"}
 
 
-def test_agent_file_carries_only_modules_of_its_platform(dist):
-    agent = next(dist.glob(f"*-linux-{platform.machine()}"))
-    assert release.foreign_extensions(agent, platform.machine()) == []
-    other = "aarch64" if platform.machine() == "x86_64" else "x86_64"
-    assert release.foreign_extensions(agent, other)  # the check sees what it is looking for
+def test_agent_files_carry_only_modules_of_their_platform(dist):
+    native = next(dist.glob(f"*-linux-{ARCH}"))
+    cross = next(dist.glob(f"*-linux-musl-{OTHER}"))
+    assert release.foreign_extensions(native, ARCH, "gnu") == []
+    assert release.foreign_extensions(cross, OTHER, "musl") == []
+    # the check sees what it looks for: each file fails as the other platform
+    assert release.foreign_extensions(native, OTHER, "gnu")
+    assert release.foreign_extensions(cross, OTHER, "gnu")
+    with zipfile.ZipFile(cross) as zf:
+        assert any(n.endswith(f"cpython-313-{OTHER}-linux-musl.so") for n in zf.namelist())
+
+
+def test_cross_built_file_refuses_this_machine_in_one_line(dist, tmp_path):
+    cross = next(dist.glob(f"*-linux-musl-{OTHER}"))
+    result = subprocess.run(
+        [sys.executable, "-I", "-S", str(cross), "--version"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        f"nodemanager: this file is for {OTHER}-linux-musl; this Python is "
+        f"{sys.implementation._multiarch}: use that platform's file"
+    ]
