@@ -115,6 +115,7 @@ class Controller:
         self._written: dict[str, dict[str, Any]] = {}
         self._stale_written: dict[str, str] = {}  # node -> resourceVersion the write was based on
         self._warned: set[tuple[str, str, str]] = set()  # (node, field, resourceVersion)
+        self._ready_marked: dict[tuple[str, str, str], str] = {}  # (configset, node, revision)
         self._lease_seen: dict[str, tuple[str, float]] = {}  # node -> (renewTime, first seen)
         self._targets: dict[str, str] = {}  # ConfigSet -> revision its rollout last aimed at
         self._rolling = False  # a rollout waits on time (minReadySeconds): sync every tick
@@ -246,7 +247,16 @@ class Controller:
             if (r["metadata"].get("labels") or {}).get(rollout.CONFIGSET_LABEL) == name
         ]
         last = self._targets.get(name) or (raw.get("status") or {}).get("updateRevision")
-        step = staging.sync(self.fleet, self.opts.namespace, raw, settings, nodes, revisions, last)
+        step = staging.sync(
+            self.fleet,
+            self.opts.namespace,
+            raw,
+            settings,
+            nodes,
+            revisions,
+            last,
+            self._ready_marked,
+        )
         self._targets[name] = step.extra["updateRevision"]
         return step
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 REVISIONS_FIELD = "configsetRevisions"
+READY_FIELD = "configsetReadySince"  # when the controller first saw a revision applied
 CONFIGSET_LABEL = "nodemanager.io/configset"
 STEERING = ("rollout", "paused")
 
@@ -95,7 +96,7 @@ class NodeState:
     admitted: str | None  # the revision name in its ManagedNode spec
     reported: str | None  # the revision its agent reports applied
     error: str
-    last_applied: str | None
+    ready_since: str | None  # the controller's clock: first seen applied without error
 
 
 @dataclass
@@ -109,15 +110,15 @@ class Plan:
     halted_by_failure: bool = False
 
 
-def _ready_since(last_applied: str | None, now: dt.datetime, seconds: int) -> bool:
+def _ready_since(ready_since: str | None, now: dt.datetime, seconds: int) -> bool:
     if seconds <= 0:
         return True
-    if not last_applied:
+    if not ready_since:
         return False
     try:
-        since = dt.datetime.fromisoformat(last_applied.replace("Z", "+00:00"))
+        since = dt.datetime.fromisoformat(ready_since.replace("Z", "+00:00"))
     except ValueError:
-        return False  # node-written: a time it cannot parse is no time at all
+        return False
     return (now - since).total_seconds() >= seconds
 
 
@@ -145,7 +146,7 @@ def plan(
         elif n.reported == target and n.error:
             p.failed.append(n.name)
             p.unavailable.append(n.name)
-        elif n.reported == target and _ready_since(n.last_applied, now, rollout.min_ready_seconds):
+        elif n.reported == target and _ready_since(n.ready_since, now, rollout.min_ready_seconds):
             p.updated.append(n.name)
         else:
             p.unavailable.append(n.name)

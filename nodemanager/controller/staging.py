@@ -31,6 +31,42 @@ def _admitted(node: Mapping[str, Any], configset: str) -> str | None:
     return str(value) if value else None
 
 
+@dataclass
+class _Ready:
+    """When the controller first saw a node report a revision applied without error: its own
+    clock (a node's may be wrong), kept in the node's spec (nodes cannot write it) so agent and
+    controller restarts, metadata edits and pause/resume do not restart minReadySeconds."""
+
+    fleet: FleetClient
+    configset: str
+    target: str
+    wanted: bool  # minReadySeconds > 0: only then is the time worth a write
+    now: dt.datetime
+    marked: dict[tuple[str, str, str], str] | None  # written, perhaps not in the cache yet
+
+    def since(self, node: Mapping[str, Any], reported: str | None, error: str) -> str | None:
+        if not reported or error:
+            return None
+        name = node["metadata"]["name"]
+        key = (self.configset, name, reported)
+        if self.marked is not None and key in self.marked:
+            return self.marked[key]
+        seen = ((node.get("spec") or {}).get(rollout.READY_FIELD) or {}).get(self.configset)
+        if isinstance(seen, Mapping) and seen.get("revision") == reported and seen.get("since"):
+            return str(seen["since"])
+        if not self.wanted or reported != self.target:
+            return None
+        stamp = self.now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        try:
+            self.fleet.mark_ready(name, rollout.READY_FIELD, self.configset, reported, stamp)
+        except KubeError as e:
+            log.warning("ConfigSet %s: cannot record %s ready: %s", self.configset, name, e)
+            return None
+        if self.marked is not None:
+            self.marked[key] = stamp
+        return stamp
+
+
 def sync(
     fleet: FleetClient,
     namespace: str,
@@ -39,6 +75,7 @@ def sync(
     nodes: Sequence[Mapping[str, Any]],
     revisions: Sequence[Mapping[str, Any]],
     last_target: str | None,
+    marked: dict[tuple[str, str, str], str] | None = None,
 ) -> Outcome:
     """One rollout step for one ConfigSet; returns what its status should say."""
     meta, spec = cs.get("metadata") or {}, cs.get("spec") or {}
@@ -64,6 +101,8 @@ def sync(
         notes.append(events.undone(newest + 1, target))
 
     selector = selector_only(cs)
+    now = dt.datetime.now(dt.UTC)
+    ready = _Ready(fleet, name, target, settings.min_ready_seconds > 0, now, marked)
     states = []
     views = []
     for node in nodes:
@@ -78,12 +117,10 @@ def sync(
                 _admitted(node, name),
                 entry.revision if entry else None,
                 entry.error if entry else "",
-                entry.last_applied if entry else None,
+                ready.since(node, entry.revision, entry.error) if entry else None,
             )
         )
-    p = rollout.plan(
-        target, settings, states, paused=bool(spec.get("paused")), now=dt.datetime.now(dt.UTC)
-    )
+    p = rollout.plan(target, settings, states, paused=bool(spec.get("paused")), now=now)
     admitted = []
     for node_name in p.admit:
         try:

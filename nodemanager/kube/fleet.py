@@ -161,6 +161,23 @@ class FleetClient:
         except ApiException as e:
             raise translate(e) from e
 
+    def mark_ready(self, node: str, field: str, configset: str, revision: str, since: str) -> None:
+        """Record when the controller first saw ``node`` report ``revision`` applied without
+        error (its clock, not the node's), in a spec field nodes may not write."""
+        patch = {"spec": {field: {configset: {"revision": revision, "since": since}}}}
+        try:
+            self._custom().patch_namespaced_custom_object(
+                GROUP,
+                VERSION,
+                self.namespace,
+                "managednodes",
+                node,
+                patch,
+                field_manager=CONTROLLER_MANAGER,
+            )
+        except ApiException as e:
+            raise translate(e) from e
+
     def delete_rbac(self, name: str) -> None:
         rbac = client.RbacAuthorizationV1Api(self.clients.get())
         for delete in (rbac.delete_namespaced_role_binding, rbac.delete_namespaced_role):

@@ -18,8 +18,8 @@ from nodemanager.controller.rollout import (
 NOW = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
 
 
-def at(name, admitted, reported=None, error="", last_applied="2026-01-01T11:00:00Z"):
-    return NodeState(name, admitted, reported, error, last_applied)
+def at(name, admitted, reported=None, error="", ready_since="2026-01-01T11:00:00Z"):
+    return NodeState(name, admitted, reported, error, ready_since)
 
 
 def test_revision_names_ignore_rollout_steering_and_follow_content():
@@ -71,7 +71,7 @@ def test_paused_admits_no_existing_node():
 
 
 def test_min_ready_seconds_keep_a_node_unavailable():
-    nodes = [at("n0", "r2", "r2", last_applied="2026-01-01T11:59:50Z"), at("n1", "r1", "r1")]
+    nodes = [at("n0", "r2", "r2", ready_since="2026-01-01T11:59:50Z"), at("n1", "r1", "r1")]
     p = plan("r2", Rollout(1, min_ready_seconds=30), nodes, paused=False, now=NOW)
     assert p.updated == [] and p.admit == []
     p = plan("r2", Rollout(1, min_ready_seconds=5), nodes, paused=False, now=NOW)
@@ -104,3 +104,40 @@ def test_progress_words_follow_the_status():
     assert progress(cs)[0] == "done"
     cs["status"]["conditions"] = [{"type": "Degraded", "status": "True", "message": "failed on n0"}]
     assert progress(cs) == ("failed", 'configset "web" rollout failed: failed on n0')
+
+
+class FakeFleet:
+    """Records the controller's writes of ready times (the API's spec patch)."""
+
+    def __init__(self):
+        self.marks = []
+
+    def mark_ready(self, node, field, configset, revision, since):
+        self.marks.append((node, field, configset, revision, since))
+
+
+def test_ready_time_is_the_controllers_first_sighting_and_read_back_from_spec():
+    import datetime as dt
+
+    from nodemanager.controller.staging import _Ready
+
+    fleet = FakeFleet()
+    now = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
+    marked = {}
+    ready = _Ready(fleet, "web", "r2", True, now, marked)
+    node = {"metadata": {"name": "n0"}, "spec": {}}
+    # The node's own lastApplied (an hour ahead, say) plays no part: the controller's clock.
+    assert ready.since(node, "r2", "") == "2026-01-01T12:00:00Z"
+    assert fleet.marks == [("n0", "configsetReadySince", "web", "r2", "2026-01-01T12:00:00Z")]
+    # A later sync before the cache shows the write: the same time, no second write.
+    later = _Ready(fleet, "web", "r2", True, now + dt.timedelta(seconds=30), marked)
+    assert later.since(node, "r2", "") == "2026-01-01T12:00:00Z" and len(fleet.marks) == 1
+    # After a controller restart (nothing in memory) the node's spec carries it.
+    stored = {"configsetReadySince": {"web": {"revision": "r2", "since": "2026-01-01T11:00:00Z"}}}
+    fresh = _Ready(fleet, "web", "r2", True, now, {})
+    assert fresh.since({"metadata": {"name": "n0"}, "spec": stored}, "r2", "") == (
+        "2026-01-01T11:00:00Z"
+    )
+    # Not applied, or applied with an error: no time, no write.
+    assert fresh.since(node, "r2", "boom") is None and fresh.since(node, None, "") is None
+    assert len(fleet.marks) == 1
