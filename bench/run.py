@@ -8,6 +8,8 @@
 4. memory: agent RSS at rest, connected to the control plane; API requests per hour at rest.
 5. fanout: N simulated agents on one kube-apiserver (see fanout.py).
 6. start (`BENCH=start`, not in the default set): CLI start without the API (cli_start.py).
+7. agentstart (`BENCH=agentstart`, not in the default set): the agent file's first and later
+   starts (agent_start.py).
 
 Results go to bench/results/<scenario>.json and are summarised on stdout.
 """
@@ -392,6 +394,13 @@ def bench_start() -> None:
     from bench.cli_start import main as start
 
     save("start", {"median_s": start(["--importtime"])})
+
+
+def bench_agentstart() -> None:
+    """The agent file's first start (unpack) and later starts, beside `python -c pass`."""
+    from bench.agent_start import main as agent_start
+
+    save("agentstart", {"median_s": agent_start()})
 
 
 def main(argv: list[str]) -> int:
