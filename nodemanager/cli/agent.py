@@ -99,6 +99,12 @@ def run_options(f: F) -> F:
             "spec.pressure.memoryThreshold overrides it.",
         ),
         click.option(
+            "--pressure-dir",
+            default="/proc/pressure",
+            hidden=True,  # tests drive the thresholds through a directory they write
+            help="Where to read PSI from.",
+        ),
+        click.option(
             "--log-format", type=click.Choice(["json", "text"]), default="json", show_default=True
         ),
         click.option(
@@ -133,6 +139,7 @@ def run(
     drain_timeout: str,
     notify_on_change: bool,
     memory_pressure_threshold: float,
+    pressure_dir: str,
     log_format: str,
     log_level: str,
 ) -> None:
@@ -168,6 +175,7 @@ def run(
         drain_timeout=duration(drain_timeout),
         notify_on_change=notify_on_change,
         memory_pressure_threshold=memory_pressure_threshold,
+        pressure_dir=pressure_dir,
         metrics_bind_address=metrics_bind_address,
         health_probe_bind_address=health_probe_bind_address,
         token_renewer=renewer,
