@@ -374,7 +374,11 @@ def test_event_driven_period_and_failure_backoff_make_no_storm(
             {
                 **for_host(host, []),
                 "executions": [
-                    {"command": "/bin/sh", "args": ["-c", f"echo x >> {counter}; exit 3"]}
+                    {
+                        "command": "/bin/sh",
+                        "args": ["-c", f"echo x >> {counter}; exit 3"],
+                        "onEveryApply": True,  # unsubscribed executions never run otherwise
+                    }
                 ],
             },
         )
@@ -418,7 +422,10 @@ def test_a_stuck_worker_fails_healthz_and_stops_renewing_its_lease(
             api_client,
             namespace,
             "long",
-            {**for_host(host, []), "executions": [{"command": "/bin/sleep", "args": ["40"]}]},
+            {
+                **for_host(host, []),
+                "executions": [{"command": "/bin/sleep", "args": ["40"], "onEveryApply": True}],
+            },
         )
         started = time.monotonic()
         eventually(
