@@ -133,7 +133,22 @@ class NodeDrainer:
             if self.wait(self.poll):
                 raise DrainStopped(f"stopped while draining Kubernetes Node {self.name}")
 
-    def _evict(self, core: client.CoreV1Api, pod: client.V1Pod) -> None:
+    def evict_lowest(self) -> tuple[str, list[str]]:
+        """Early OOM: evict one pod of the Node, the lowest priority first (the newest among
+        equals: it has done the least work). A pod a PodDisruptionBudget protects is passed
+        over for the next. (``namespace/name`` evicted or "", the ones PDBs blocked)."""
+        core = self._core()
+        blocked: list[str] = []
+        for pod in sorted(
+            (p for p in self.pods() if _meta(p).deletion_timestamp is None), key=_eviction_order
+        ):
+            if self._evict(core, pod):
+                return "/".join(_key(pod)), blocked
+            blocked.append("/".join(_key(pod)))
+        return "", blocked
+
+    def _evict(self, core: client.CoreV1Api, pod: client.V1Pod) -> bool:
+        """Whether the pod is evicted (or gone); False when a PodDisruptionBudget said no."""
         namespace, name = _key(pod)
         body = client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=namespace))
         try:
@@ -141,8 +156,17 @@ class NodeDrainer:
             log.info("evicted pod %s/%s", namespace, name)
         except ApiException as e:
             if e.status == 404:
-                return  # gone already
+                return True  # gone already
             if e.status == 429:  # a PodDisruptionBudget says not now: retried next round
                 log.info("eviction of %s/%s blocked by a PodDisruptionBudget", namespace, name)
-                return
+                return False
             raise translate(e) from e
+        return True
+
+
+def _eviction_order(pod: client.V1Pod) -> tuple[int, float]:
+    created = _meta(pod).creation_timestamp
+    return (
+        (pod.spec.priority if pod.spec and pod.spec.priority is not None else 0),
+        -created.timestamp() if created else 0.0,
+    )
