@@ -26,6 +26,7 @@ from typing import Any
 
 from nodemanager import __version__
 from nodemanager.agent import cleanup
+from nodemanager.agent.earlyoom import EarlyOom, settings
 from nodemanager.agent.grouplocks import GroupLocks
 from nodemanager.agent.health import Liveness, serve_health
 from nodemanager.agent.hostfeatures import HostFeatures
@@ -173,6 +174,7 @@ class Daemon:
         )
         self.peers = PeerFilter(self._warn)
         self.pressure = PressureMonitor(self.metrics.pressure, self.name, Path(opts.pressure_dir))
+        self.earlyoom = EarlyOom(NodeDrainer(self.clients, self.name).evict_lowest, self._warn)
         self.selftest = PolicySelfTest(
             lambda: missing_policies(self.clients, opts.namespace, self.name),
             self._warn,
@@ -325,6 +327,15 @@ class Daemon:
             if was is not None and now != was:
                 self.dirty.mark("pressure")
             was = now
+            if self._online():
+                try:
+                    self.earlyoom.tick(
+                        self.pressure.memory_avg10(),
+                        settings(me.get("spec") or {}),
+                        time.monotonic(),
+                    )
+                except Exception as e:  # the API or a bad spec: the next sample tries again
+                    log.warning("early OOM eviction failed: %s", e)
             if self.stop.wait(PRESSURE_PERIOD):
                 return
 

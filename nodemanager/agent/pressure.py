@@ -118,6 +118,11 @@ class PressureMonitor:
             out["pressure"] = status_block(sample)
         return out
 
+    def memory_avg10(self) -> float | None:
+        with self._lock:
+            memory = (self.sample or {}).get("memory")
+        return None if memory is None else memory.some.avg10
+
     def under_pressure(self, limit: float) -> bool:
         with self._lock:
             memory = (self.sample or {}).get("memory")

@@ -67,3 +67,29 @@ def test_kernel_without_psi_is_unknown_and_publishes_nothing(tmp_path: Path) -> 
     status = mon.with_status({}, {}, 10.0, T0)
     assert condition_of(status)["status"] == "Unknown" and "pressure" not in status
     assert not mon.under_pressure(0.0)
+
+
+def test_early_oom_evicts_once_per_hold_from_a_written_pressure_dir(tmp_path: Path) -> None:
+    from nodemanager.agent.earlyoom import EarlyOom, settings
+
+    mon = PressureMonitor(Metrics(node="n").pressure, "n", tmp_path)
+    spec = {"pressure": {"earlyOOM": {"enabled": True, "threshold": 40, "for": "30s"}}}
+    evictions, events = [], []
+    oom = EarlyOom(
+        lambda: evictions.append(1) or ("ns/p", []),  # type: ignore[func-returns-value]
+        lambda reason, message: events.append((reason, message)),
+    )
+    write_psi(tmp_path, 50.0)
+    mon.poll()
+    assert oom.tick(mon.memory_avg10(), None, 0.0) == ""  # not opted in
+    assert oom.tick(mon.memory_avg10(), settings(spec), 0.0) == ""  # rose: the hold starts
+    assert oom.tick(mon.memory_avg10(), settings(spec), 29.0) == ""
+    assert oom.tick(mon.memory_avg10(), settings(spec), 30.0) == "ns/p"
+    assert oom.tick(mon.memory_avg10(), settings(spec), 35.0) == ""  # one per hold
+    write_psi(tmp_path, 5.0)
+    mon.poll()
+    assert oom.tick(mon.memory_avg10(), settings(spec), 61.0) == ""  # fell: the hold resets
+    assert len(evictions) == 1
+    assert events == [
+        ("EarlyOOMEviction", "evicted pod ns/p: memory some avg10 50.00% >= 40% for 30s")
+    ]
