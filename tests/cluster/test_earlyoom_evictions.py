@@ -10,6 +10,7 @@ from kubernetes import client
 
 from nodemanager.kube.client import ClientFactory
 from nodemanager.kube.drain import NodeDrainer
+from tests.cluster.test_drain import budget
 
 
 def test_evicts_lowest_priority_newest_first_one_at_a_time_and_passes_over_pdb(
@@ -41,26 +42,18 @@ def test_evicts_lowest_priority_newest_first_one_at_a_time_and_passes_over_pdb(
         core.replace_namespaced_pod_status(name, namespace, p)
 
     pod("low-old", "low")
-    pod("low-new-guarded", "low", {"app": "guarded"})
+    pod("low-new-guarded", "low", {"app": "web"})
     pod("high", "high")
     policy.create_namespaced_pod_disruption_budget(
         namespace,
         client.V1PodDisruptionBudget(
-            metadata=client.V1ObjectMeta(name="guarded"),
+            metadata=client.V1ObjectMeta(name="web"),
             spec=client.V1PodDisruptionBudgetSpec(
-                min_available=1, selector=client.V1LabelSelector(match_labels={"app": "guarded"})
+                min_available=1, selector=client.V1LabelSelector(match_labels={"app": "web"})
             ),
         ),
     )
-    pdb = policy.read_namespaced_pod_disruption_budget("guarded", namespace)
-    pdb.status = client.V1PodDisruptionBudgetStatus(
-        observed_generation=pdb.metadata.generation,
-        disruptions_allowed=0,
-        current_healthy=1,
-        desired_healthy=1,
-        expected_pods=1,
-    )
-    policy.replace_namespaced_pod_disruption_budget_status("guarded", namespace, pdb)
+    budget(policy, namespace, 0)  # the disruption controller's part: none allowed
 
     drainer = NodeDrainer(ClientFactory(kubeconfig), host)
     try:

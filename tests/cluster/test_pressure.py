@@ -13,6 +13,10 @@ from tests.cluster.test_daemon import GROUP, VERSION, condition, node
 from tests.unit.agent.test_pressure import write_psi
 
 
+def memory_pressure(api_client, namespace, host, field="status"):
+    return condition(node(api_client, namespace, host), "MemoryPressure").get(field)
+
+
 def test_pressure_dir_past_spec_threshold_sets_memory_pressure_in_status(
     api_client, kubeconfig, namespace, tmp_path
 ):
@@ -37,10 +41,7 @@ def test_pressure_dir_past_spec_threshold_sets_memory_pressure_in_status(
 
         write_psi(psi, 50.0)  # past the flag's default (10)
         eventually(
-            lambda: (
-                condition(node(api_client, namespace, host), "MemoryPressure").get("status")
-                == "True"
-            ),
+            lambda: memory_pressure(api_client, namespace, host) == "True",
             timeout=30,
             message="MemoryPressure True",
         )
@@ -54,10 +55,7 @@ def test_pressure_dir_past_spec_threshold_sets_memory_pressure_in_status(
             {"spec": {"pressure": {"memoryThreshold": 60}}},
         )
         eventually(
-            lambda: (
-                condition(node(api_client, namespace, host), "MemoryPressure").get("reason")
-                == "MemoryAvailable"
-            ),
+            lambda: memory_pressure(api_client, namespace, host, "reason") == "MemoryAvailable",
             timeout=30,
             message="MemoryPressure False under the spec's threshold",
         )
