@@ -61,11 +61,33 @@ def _text(path: Path) -> str:
     return sys.stdin.read() if str(path) == "-" else path.read_text()
 
 
+_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _UniqueKeyLoader(_BaseLoader):  # type: ignore[misc]
+    """The safe loader, refusing a key repeated in one mapping as kubectl does: PyYAML would
+    keep the last value silently, so a typo'd copy of a block would win unseen."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # '<<' merges; a merged key overridden here is meant
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, str | int | float | bool) and key in seen:
+                line = key_node.start_mark.line + 1
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} at line {line}", key_node.start_mark
+                )
+            seen.add(key)
+        return dict(super().construct_mapping(node, deep=deep))
+
+
 def _documents_of(path: Path) -> list[Any]:
     """The YAML documents of a file, parsed with libyaml when present and streamed from the
     file: the pure-Python parser takes minutes for a 50 MB content, and the whole text would
-    be held beside its parse."""
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    be held beside its parse. A key repeated in one mapping is an error naming key and line."""
+    loader = _UniqueKeyLoader
     if str(path) == "-":
         return list(yaml.load_all(_text(path), Loader=loader))
     with open(path, "rb") as stream:
