@@ -6,6 +6,7 @@
   platform in build.TARGETS (x86_64 and aarch64, glibc and musl), every CPython minor in
   build.PYTHONS. Checked after the build: every compiled module's ELF machine and platform tag
   name the file's architecture and libc.
+- `nodemanager_<version>_<amd64|arm64>.deb` (deploy/deb.py) from each glibc agent file.
 - `sbom.cdx.json`: CycloneDX 1.5, one component per artifact, each listing the Python packages
   it carries (name, version, purl), read from the artifact itself, not from the build's inputs.
 - `SHA256SUMS`: `sha256sum -c` format over every other file.
@@ -23,6 +24,8 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
+
+import deb  # deploy/deb.py
 
 import build as agent_build  # deploy/build.py (this directory is on sys.path when run)
 from nodemanager.version import build_info
@@ -80,7 +83,7 @@ def backend_build(kind: str, dist: Path) -> Path:
 
 def sbom(artifacts: list[Path], version: str) -> dict[str, object]:
     def component(artifact: Path) -> dict[str, object]:
-        packages = python_packages(artifact) if artifact.suffix != ".gz" else []
+        packages = python_packages(artifact) if artifact.suffix not in (".gz", ".deb") else []
         return {
             "type": "application",
             "bom-ref": artifact.name,
@@ -132,6 +135,8 @@ def release(dist: Path, targets: tuple[tuple[str, str], ...] = agent_build.TARGE
         if foreign := foreign_extensions(agent, arch, libc):
             raise SystemExit(f"{agent.name} carries modules of another platform: {foreign[:5]}")
         artifacts.append(agent)
+        if libc == "gnu":
+            artifacts.append(deb.build_deb(agent, dist, info.version, arch))
     bom = dist / "sbom.cdx.json"
     bom.write_text(json.dumps(sbom(artifacts, info.version), indent=2) + "\n")
     sums = [f"{sha256(p)}  {p.name}" for p in [*artifacts, bom]]

@@ -49,6 +49,7 @@ def test_checksums_cover_every_artifact_and_verify(dist):
     assert any(name.endswith("-py3-none-any.whl") for name in listed)
     assert any(name.endswith(f"-linux-{ARCH}") for name in listed)
     assert any(name.endswith(f"-linux-musl-{OTHER}") for name in listed)
+    assert any(name.startswith("nodemanager_") and name.endswith(".deb") for name in listed)
 
 
 def test_sbom_lists_the_packages_inside_each_artifact(dist):

@@ -1,0 +1,77 @@
+"""A Debian package of the agent file (dpkg-deb, no debhelper): `/usr/bin/nodemanager`, the
+systemd unit, `/etc/nodemanager/` for the kubeconfig, Depends on the Python and apt bindings
+it runs with. Purge removes what the agent made (its state, its unpacked tree, the config
+directory); the files ConfigSets applied stay, as the README's uninstall says.
+
+Usage: python deploy/deb.py AGENT_FILE OUT_DIR [ARCH]  (ARCH: x86_64 or aarch64)
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEB_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
+# ansible.builtin.apt respawns under the system Python with python3-apt.
+DEPENDS = "python3 (>= 3.11), python3 (<< 3.14), python3-apt"
+POSTRM = """#!/bin/sh
+set -e
+if [ "$1" = purge ]; then
+    rm -rf /etc/nodemanager /var/lib/nodemanager /var/cache/nodemanager
+fi
+"""
+
+
+def control(version: str, arch: str, size_kib: int) -> str:
+    fields = {
+        "Package": "nodemanager",
+        "Version": version.replace("+", "+git."),
+        "Architecture": DEB_ARCH[arch],
+        "Maintainer": "nodemanager <nodemanager@localhost>",
+        "Installed-Size": str(size_kib),
+        "Depends": DEPENDS,
+        "Section": "admin",
+        "Priority": "optional",
+        "Description": "keep a host's packages, files and services as Kubernetes declares them\n"
+        " The nodemanager agent: applies the ConfigSets selecting this host with Ansible.",
+    }
+    return "".join(f"{key}: {value}\n" for key, value in fields.items())
+
+
+def build_deb(agent: Path, out_dir: Path, version: str, arch: str) -> Path:
+    with tempfile.TemporaryDirectory(prefix="nodemanager-deb-") as tmp:
+        root = Path(tmp) / "root"
+        (root / "DEBIAN").mkdir(parents=True)
+        (root / "usr" / "bin").mkdir(parents=True)
+        (root / "usr" / "bin" / "nodemanager").write_bytes(agent.read_bytes())
+        (root / "usr" / "bin" / "nodemanager").chmod(0o755)
+        unit = (ROOT / "deploy" / "nodemanager.service").read_text()
+        units = root / "lib" / "systemd" / "system"
+        units.mkdir(parents=True)
+        (units / "nodemanager.service").write_text(
+            unit.replace("/usr/local/bin/nodemanager", "/usr/bin/nodemanager")
+        )
+        (root / "etc" / "nodemanager").mkdir(parents=True, mode=0o700)
+        size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) // 1024 + 1
+        (root / "DEBIAN" / "control").write_text(control(version, arch, size))
+        (root / "DEBIAN" / "postrm").write_text(POSTRM)
+        (root / "DEBIAN" / "postrm").chmod(0o755)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        deb = out_dir / f"nodemanager_{version.replace('+', '+git.')}_{DEB_ARCH[arch]}.deb"
+        subprocess.run(
+            ["dpkg-deb", "--root-owner-group", "-Zxz", "--build", str(root), str(deb)],
+            check=True,
+            capture_output=True,
+        )
+    return deb
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    from nodemanager.version import build_info
+
+    arch = sys.argv[3] if len(sys.argv) > 3 else "x86_64"
+    print(build_deb(Path(sys.argv[1]), Path(sys.argv[2]), build_info().version, arch))
