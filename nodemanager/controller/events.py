@@ -33,6 +33,17 @@ def names(nodes: Sequence[str]) -> str:
     return f"{shown} and {more} more" if more > 0 else shown
 
 
+def not_ready(nodes: Sequence[str]) -> Note:
+    """Matched nodes counted unavailable (and not admitted) because they are not Ready."""
+    return Note(
+        "NodesNotReady",
+        f"{names(nodes)}: Ready is Unknown or MemoryPressure is True; counted unavailable "
+        "and not admitted until they recover",
+        key=",".join(nodes),
+        warning=True,
+    )
+
+
 def invalid_status(node: str, field: str) -> Note:
     """A node wrote a status field the controller refuses; only its name and path are shown."""
     return Note(

@@ -137,6 +137,9 @@ class Controller:
         nodes = self.informers["managednodes"].items()
         configsets = self.informers["configsets"].items()
         self._sync_configsets(configsets, nodes)
+        for node, name in staging.prune(self.fleet, configsets, nodes):
+            log.info("ManagedNode %s: admission to %s removed", node, name)
+            self.metrics.writes.labels("admission_pruned").inc()
         self._sync_liveness(nodes)
         if self.opts.manage_access:
             self._sync_access(configsets, nodes)

@@ -9,7 +9,9 @@ the revision its agent enforces; the agent reports the revision it applied in
 
 A node admitted to the target revision is *unavailable* until it reports that revision applied
 without error for ``minReadySeconds``; at most ``maxUnavailable`` nodes are unavailable at once.
-A node with no admission yet (new) gets the target at once. A failure at the target stops all
+A node new to the fleet (nothing applied, nothing admitted) gets the target at once; an existing
+node with no admission yet (a new or re-created staged ConfigSet, ``rollout`` added, a node that
+starts matching) waits for the budget like any other change. A failure at the target stops all
 further admissions when ``pauseOnFailure`` (the default) is set.
 """
 
@@ -97,6 +99,8 @@ class NodeState:
     reported: str | None  # the revision its agent reports applied
     error: str
     ready_since: str | None  # the controller's clock: first seen applied without error
+    fresh: bool = False  # new to the fleet: has applied and been admitted to nothing yet
+    down: bool = False  # Ready Unknown (its Lease lapsed) or MemoryPressure: not admitted
 
 
 @dataclass
@@ -107,6 +111,7 @@ class Plan:
     failed: list[str] = field(default_factory=list)
     unavailable: list[str] = field(default_factory=list)
     waiting: list[str] = field(default_factory=list)  # not admitted to the target yet
+    down: list[str] = field(default_factory=list)  # not Ready or under memory pressure
     halted_by_failure: bool = False
 
 
@@ -134,9 +139,19 @@ def plan(
     p = Plan(target)
     broken: list[str] = []
     for n in sorted(nodes, key=lambda n: n.name):
-        if n.admitted is None:
+        if n.down:
+            # As MCO: a node that is not Ready is unavailable, takes a slot, and is not changed.
+            p.down.append(n.name)
+            p.unavailable.append(n.name)
+            if n.admitted == target and n.reported == target and n.error:
+                p.failed.append(n.name)  # a failure still halts the rollout
+        elif n.admitted is None and n.fresh:
             p.admit.append(n.name)  # a new node gets the current revision at once
             p.unavailable.append(n.name)
+        elif n.admitted is None:
+            # An existing node newly staged (a new or re-created ConfigSet, rollout added, a
+            # label change): a change like any other, through the budget.
+            p.waiting.append(n.name)
         elif n.admitted != target:
             if n.error or n.reported != n.admitted:  # broken or busy at an older revision
                 broken.append(n.name)

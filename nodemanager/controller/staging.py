@@ -88,7 +88,7 @@ def sync(
         fleet.create_revision(rollout.revision_object(cs, namespace, newest + 1))
         mine[target] = newest + 1
         log.info("ConfigSet %s: revision %d (%s)", name, newest + 1, target)
-        if newest:  # the first revision is no rollout: every node gets it at once
+        if newest:
             notes.append(
                 events.started(
                     newest + 1, target, settings.max_unavailable, bool(spec.get("paused"))
@@ -118,6 +118,10 @@ def sync(
                 entry.revision if entry else None,
                 entry.error if entry else "",
                 ready.since(node, entry.revision, entry.error) if entry else None,
+                not view.entries and not (node.get("spec") or {}).get(rollout.REVISIONS_FIELD),
+                # Liveness, not apply results (Ready=False says a ConfigSet failed): Unknown is
+                # the controller's mark of a lapsed Lease.
+                view.condition("Ready") == "Unknown" or view.condition("MemoryPressure") == "True",
             )
         )
     p = rollout.plan(target, settings, states, paused=bool(spec.get("paused")), now=now)
@@ -150,5 +154,45 @@ def sync(
         "updateRevision": target,
         "revision": mine[target],
         "unavailable": len(p.unavailable),
+        "notReadyNodes": p.down[: events.NAMES_IN_MESSAGE],
     }
+    if p.down and extra["notReadyNodes"] != (cs.get("status") or {}).get("notReadyNodes"):
+        notes.append(events.not_ready(p.down))  # when the set changes, not every sync
     return Outcome(counts, extra, halted, notes)
+
+
+def prune(
+    fleet: FleetClient, configsets: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]]
+) -> list[tuple[str, str]]:
+    """Remove admissions of ConfigSets that are gone or no longer staged, and of nodes that left
+    the selector: coming back is then a change through the budget, never a stale admission."""
+    staged = {
+        (cs.get("metadata") or {}).get("name"): selector_only(cs)
+        for cs in configsets
+        if isinstance((cs.get("spec") or {}).get("rollout"), Mapping)
+    }
+    pruned = []
+    for node in nodes:
+        spec = node.get("spec") or {}
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        held = set(spec.get(rollout.REVISIONS_FIELD) or {}) | set(
+            spec.get(rollout.READY_FIELD) or {}
+        )
+        for name in sorted(held):
+            selector = staged.get(name)
+            if name in staged and selector is not None and matches(selector, labels):
+                continue
+            try:
+                fleet.unadmit(
+                    node["metadata"]["name"], (rollout.REVISIONS_FIELD, rollout.READY_FIELD), name
+                )
+            except KubeError as e:
+                log.warning(
+                    "ManagedNode %s: cannot remove admission of %s: %s",
+                    node["metadata"]["name"],
+                    name,
+                    e,
+                )
+                continue
+            pruned.append((node["metadata"]["name"], name))
+    return pruned

@@ -8,7 +8,7 @@ in between.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import yaml
@@ -156,6 +156,22 @@ class FleetClient:
                 "managednodes",
                 node,
                 {"spec": {field: {configset: revision}}},
+                field_manager=CONTROLLER_MANAGER,
+            )
+        except ApiException as e:
+            raise translate(e) from e
+
+    def unadmit(self, node: str, fields: Sequence[str], configset: str) -> None:
+        """Remove a ConfigSet's admission (and its ready time) from a node's spec."""
+        patch = {"spec": {f: {configset: None} for f in fields}}  # merge patch: null deletes
+        try:
+            self._custom().patch_namespaced_custom_object(
+                GROUP,
+                VERSION,
+                self.namespace,
+                "managednodes",
+                node,
+                patch,
                 field_manager=CONTROLLER_MANAGER,
             )
         except ApiException as e:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from kubernetes import client, config, watch
 
+from nodemanager.controller.rollout import revision_name
 from tests.cluster.agent import Agent
 from tests.cluster.controller import ControllerProcess, shipped_kubeconfig
 from tests.cluster.helpers import eventually
@@ -532,3 +533,76 @@ def test_killed_agent_is_ready_unknown_within_a_minute_and_true_when_back(
         timeout=60,
         message="Ready=True after the agent came back",
     )
+
+
+# -- no path around the budget: rollout added with a change, delete and re-create ----------
+
+
+def _settled(api, ns, name, spec):
+    """Every node updated to the revision of the spec as the server holds it (with defaults)."""
+
+    def check():
+        cs = get(api, ns, "configsets", name)
+        s = cs.get("status") or {}
+        assert s.get("observedGeneration") == cs["metadata"]["generation"], s
+        assert s.get("updateRevision") == revision_name(name, cs["spec"]), s
+        assert s.get("updated") == len(HOSTS), s
+        return s
+
+    return check
+
+
+def _admissions(api, ns, name):
+    return {
+        h: (
+            (get(api, ns, "managednodes", h).get("spec") or {}).get("configsetRevisions") or {}
+        ).get(name)
+        for h in HOSTS
+    }
+
+
+def test_rollout_added_with_a_change_and_recreate_go_through_the_budget(
+    api, fleet_ns, fleet_dir, agents, controller
+):
+    name = "gate"
+    spec = {
+        "selector": {"matchLabels": {"role": "web"}},
+        "files": [{"path": str(fleet_dir / "gate"), "content": "v1\n"}],
+    }
+    put_configset(api, fleet_ns, name, spec)
+    eventually(
+        lambda: rollout_status(api, fleet_ns, name).get("updated") == len(HOSTS),
+        timeout=90,
+        message="unstaged v1 on every node",
+    )
+
+    # spec.rollout added in the same write as a content change: one node at a time.
+    watcher = BetweenWatch(api, fleet_ns, name)
+    try:
+        spec = {**spec, "rollout": {"maxUnavailable": 1}}
+        spec["files"] = [{"path": str(fleet_dir / "gate"), "content": "v2\n"}]
+        put_configset(api, fleet_ns, name, spec)
+        eventually(_settled(api, fleet_ns, name, spec), timeout=120, message="v2 staged")
+    finally:
+        watcher.stop()
+    assert watcher.most == 1, watcher.log
+
+    # Deleted: every node's admission goes (so a re-create cannot inherit or skip one).
+    client.CustomObjectsApi(api).delete_namespaced_custom_object(
+        GROUP, VERSION, fleet_ns, "configsets", name
+    )
+    eventually(
+        lambda: set(_admissions(api, fleet_ns, name).values()) == {None},
+        timeout=60,
+        message="admissions pruned",
+    )
+
+    # Re-created with other content: through the budget again.
+    watcher = BetweenWatch(api, fleet_ns, name)
+    try:
+        spec["files"] = [{"path": str(fleet_dir / "gate"), "content": "v3\n"}]
+        put_configset(api, fleet_ns, name, spec)
+        eventually(_settled(api, fleet_ns, name, spec), timeout=120, message="v3 staged")
+    finally:
+        watcher.stop()
+    assert watcher.most == 1, watcher.log

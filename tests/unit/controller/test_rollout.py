@@ -18,8 +18,8 @@ from nodemanager.controller.rollout import (
 NOW = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
 
 
-def at(name, admitted, reported=None, error="", ready_since="2026-01-01T11:00:00Z"):
-    return NodeState(name, admitted, reported, error, ready_since)
+def at(name, admitted, reported=None, error="", ready_since="2026-01-01T11:00:00Z", **kw):
+    return NodeState(name, admitted, reported, error, ready_since, **kw)
 
 
 def test_revision_names_ignore_rollout_steering_and_follow_content():
@@ -47,9 +47,22 @@ def test_percentages_round_down_but_never_below_one():
 
 
 def test_new_nodes_get_the_current_revision_at_once():
-    nodes = [at("new-a", None), at("new-b", None), at("old", "r1", "r1")]
+    nodes = [at("new-a", None, fresh=True), at("new-b", None, fresh=True), at("old", "r1", "r1")]
     p = plan("r2", Rollout(1), nodes, paused=False, now=NOW)
     assert p.admit == ["new-a", "new-b"] and p.waiting == ["old"]
+
+
+def test_existing_nodes_without_admission_go_through_the_budget():
+    # A ConfigSet created (or re-created, or given spec.rollout) over nodes already running.
+    nodes = [at(f"n{i}", None, "r0") for i in range(4)]
+    p = plan("r1", Rollout(1), nodes, paused=False, now=NOW)
+    assert p.admit == ["n0"] and p.waiting == ["n1", "n2", "n3"]
+    # A node that starts matching while paused or halted gets nothing new.
+    p = plan("r1", Rollout(1), nodes, paused=True, now=NOW)
+    assert p.admit == [] and len(p.waiting) == 4
+    halted = [at("bad", "r1", "r1", error="boom"), at("joined", None)]
+    p = plan("r1", Rollout(3), halted, paused=False, now=NOW)
+    assert p.halted_by_failure and p.admit == [] and p.waiting == ["joined"]
 
 
 def test_a_failure_halts_admissions_and_undo_readmits_the_failed_node_first():
@@ -65,7 +78,7 @@ def test_a_failure_halts_admissions_and_undo_readmits_the_failed_node_first():
 
 
 def test_paused_admits_no_existing_node():
-    nodes = [at("n0", "r1", "r1"), at("n1", None)]
+    nodes = [at("n0", "r1", "r1"), at("n1", None, fresh=True)]
     p = plan("r2", Rollout(5), nodes, paused=True, now=NOW)
     assert p.admit == ["n1"] and p.waiting == ["n0"]
 
@@ -141,3 +154,48 @@ def test_ready_time_is_the_controllers_first_sighting_and_read_back_from_spec():
     # Not applied, or applied with an error: no time, no write.
     assert fresh.since(node, "r2", "boom") is None and fresh.since(node, None, "") is None
     assert len(fleet.marks) == 1
+
+
+class PruneFleet:
+    def __init__(self):
+        self.removed = []
+
+    def unadmit(self, node, fields, configset):
+        self.removed.append((node, configset))
+
+
+def test_admissions_of_gone_unstaged_or_unselected_configsets_are_pruned():
+    from nodemanager.controller.staging import prune
+
+    def cs(name, rollout=True, role="web"):
+        spec = {"selector": {"matchLabels": {"role": role}}}
+        return {
+            "metadata": {"name": name},
+            "spec": {**spec, **({"rollout": {}} if rollout else {})},
+        }
+
+    node = {
+        "metadata": {"name": "n0", "labels": {"role": "web"}},
+        "spec": {
+            "configsetRevisions": {"kept": "r1", "gone": "r1", "plain": "r1", "other": "r1"},
+            "configsetReadySince": {"gone": {"revision": "r1", "since": "t"}},
+        },
+    }
+    fleet = PruneFleet()
+    configsets = [cs("kept"), cs("plain", rollout=False), cs("other", role="db")]
+    assert prune(fleet, configsets, [node]) == [("n0", "gone"), ("n0", "other"), ("n0", "plain")]
+    assert fleet.removed == [("n0", "gone"), ("n0", "other"), ("n0", "plain")]
+
+
+def test_a_node_not_ready_takes_a_slot_and_is_not_admitted():
+    nodes = [
+        at("dead", "r1", "r1", down=True),
+        at("n1", "r1", "r1"),
+        at("new", None, down=True, fresh=True),
+    ]
+    p = plan("r2", Rollout(2), nodes, paused=False, now=NOW)
+    # Two slots: both taken by nodes that are not Ready, so nothing moves and it says who.
+    assert p.down == ["dead", "new"] and p.admit == [] and p.waiting == ["n1"]
+    assert sorted(p.unavailable) == ["dead", "new"]
+    p = plan("r2", Rollout(3), nodes, paused=False, now=NOW)
+    assert p.admit == ["n1"]
