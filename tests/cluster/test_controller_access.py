@@ -59,6 +59,14 @@ def managed_node(api_client, namespace, name, labels):
     )
 
 
+def create_secrets(core: client.CoreV1Api, namespace: str, *names: str) -> None:
+    for name in names:
+        core.create_namespaced_secret(
+            namespace,
+            client.V1Secret(metadata=client.V1ObjectMeta(name=name), string_data={"k": name}),
+        )
+
+
 def secret_file(path, *secrets):
     return {"path": path, "template": "x", "secretRefs": [{"name": s} for s in secrets]}
 
@@ -68,11 +76,7 @@ def test_each_node_reads_only_the_secrets_its_configsets_reference(
 ):
     core = client.CoreV1Api(api_client)
     a, b = (as_node(kubeconfig, namespace, n, tmp_path) for n in ("a", "b"))
-    for name in ("sa", "sb", "sc"):
-        core.create_namespaced_secret(
-            namespace,
-            client.V1Secret(metadata=client.V1ObjectMeta(name=name), string_data={"k": name}),
-        )
+    create_secrets(core, namespace, "sa", "sb", "sc")
     core.create_namespaced_config_map(
         namespace, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="cm-a"), data={"k": "v"})
     )
@@ -154,11 +158,7 @@ def test_a_node_held_at_an_earlier_revision_keeps_that_revisions_secrets(
     live spec names; admitted to the new revision, the other way round."""
     core = client.CoreV1Api(api_client)
     a = as_node(kubeconfig, namespace, "a", tmp_path)
-    for name in ("old", "new"):
-        core.create_namespaced_secret(
-            namespace,
-            client.V1Secret(metadata=client.V1ObjectMeta(name=name), string_data={"k": name}),
-        )
+    create_secrets(core, namespace, "old", "new")
     managed_node(api_client, namespace, "a", {"role": "a"})
     staged = {"selector": {"matchLabels": {"role": "a"}}, "rollout": {"maxUnavailable": 1}}
     put_configset(
@@ -203,11 +203,7 @@ def test_self_reported_labels_grant_no_secret(
     administrator's label does."""
     core = client.CoreV1Api(api_client)
     a = as_node(kubeconfig, namespace, "a", tmp_path)
-    for name in ("by-os", "by-role"):
-        core.create_namespaced_secret(
-            namespace,
-            client.V1Secret(metadata=client.V1ObjectMeta(name=name), string_data={"k": name}),
-        )
+    create_secrets(core, namespace, "by-os", "by-role")
     managed_node(api_client, namespace, "a", {"nodemanager.io/os": "vault", "role": "a"})
     put_configset(
         api_client,
