@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from nodemanager.executor.errors import MissingModules
+from nodemanager.executor.errors import AnsibleMissing, MissingModules
 from nodemanager.playbook.steps import Step
 from nodemanager.procutil import RUN_MARK
 from nodemanager.resources import data_path
@@ -103,6 +103,16 @@ def ansible_bin_dir() -> str:
 def modules_of(steps: Iterable[Step]) -> set[str]:
     """The collection modules ``steps`` call (``namespace.collection.module``)."""
     return {s.module for s in steps if s.module.count(".") == 2}
+
+
+def preflight(steps: Iterable[Step]) -> None:
+    """What ansible-playbook checks before its first task, checked before the fast path's first
+    native step: a playbook naming a module that is not installed, or an ansible-playbook that
+    is missing, runs nothing at all under Ansible, so it must not half-apply here either."""
+    steps = list(steps)
+    check_modules(modules_of(steps))
+    if not (Path(ansible_bin_dir()) / "ansible-playbook").exists():
+        raise AnsibleMissing(ansible_bin_dir())
 
 
 def check_modules(modules: Iterable[str]) -> None:

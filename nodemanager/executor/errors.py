@@ -22,3 +22,13 @@ class MissingModules(ExecutorError):
             f"Ansible modules not installed: {', '.join(modules)} (looked in {collections_path}); "
             f"{install} set NODEMANAGER_COLLECTIONS_PATH to a directory that has them"
         )
+
+
+class AnsibleMissing(ExecutorError):
+    """ansible-playbook is not where nodemanager runs it from."""
+
+    def __init__(self, directory: str):
+        super().__init__(
+            f"ansible-playbook not found in {directory}: install ansible-core beside nodemanager "
+            "(pip install nodemanager brings it), or set NODEMANAGER_ANSIBLE_BIN to its directory"
+        )

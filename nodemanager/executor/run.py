@@ -112,6 +112,7 @@ def apply(
         if before_change and not check:
             before_change(_resources(plan, set()))
         return execute(plan, check=check, diff=diff, on_result=on_result, **kwargs)
+    config.preflight(plan.steps)  # what would stop Ansible from starting stops this run first
     reports = InOrder(plan.tasks(), on_result)
     report = reports.native
     prober = probe.Prober()

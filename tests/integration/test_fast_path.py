@@ -8,6 +8,8 @@ import pytest
 
 from nodemanager.api import ConfigSet
 from nodemanager.desired.merge import merge
+from nodemanager.executor import config
+from nodemanager.executor.errors import AnsibleMissing, MissingModules
 from nodemanager.executor.events import TaskResult
 from nodemanager.executor.probe import converged_tasks
 from nodemanager.executor.run import apply, execute
@@ -228,3 +230,36 @@ def test_results_come_in_step_order_whichever_path_took_them(tmp_path):
         result = apply(plan, check=check, diff=True, on_result=streamed.append)
         assert result.ansible and not result.failed
         assert [r.task for r in result.results] == order == [r.task for r in streamed], check
+
+
+def test_a_missing_module_stops_the_run_before_any_native_step(tmp_path, monkeypatch):
+    """ansible-playbook refuses a playbook naming a module it cannot resolve before its first
+    task: the native write in front of it must not happen either."""
+    monkeypatch.setattr(config, "COLLECTIONS_PATHS", [tmp_path / "no-collections"])
+    plan = build(
+        merge(
+            [
+                ConfigSet.from_dict(
+                    {
+                        "metadata": {"name": "p"},
+                        "spec": {
+                            "files": [{"path": f"{tmp_path}/a", "content": "a\n"}],
+                            "packages": [{"name": "nmtest-hello", "ensure": "installed"}],
+                        },
+                    }
+                )
+            ]
+        ),
+        "arch",
+        "n",
+    )
+    with pytest.raises(MissingModules, match="community.general.pacman"):
+        apply(plan)
+    assert not (tmp_path / "a").exists()
+
+
+def test_a_missing_ansible_playbook_stops_the_run_before_any_native_step(tmp_path, monkeypatch):
+    monkeypatch.setenv("NODEMANAGER_ANSIBLE_BIN", str(tmp_path / "no-bin"))
+    with pytest.raises(AnsibleMissing, match="ansible-playbook not found"):
+        apply(plan_of({"files": [{"path": f"{tmp_path}/a", "content": "a\n"}]}))
+    assert not (tmp_path / "a").exists()
