@@ -36,6 +36,7 @@ class Rollout:
     max_unavailable: int | str = 1
     pause_on_failure: bool = True
     min_ready_seconds: int = 0
+    history_limit: int = 10
 
     @classmethod
     def of(cls, spec: Mapping[str, Any]) -> Rollout | None:
@@ -46,6 +47,7 @@ class Rollout:
             raw.get("maxUnavailable", 1),
             bool(raw.get("pauseOnFailure", True)),
             int(raw.get("minReadySeconds") or 0),
+            int(raw.get("revisionHistoryLimit") or 10),
         )
 
     def budget(self, matched: int) -> int:
@@ -84,6 +86,8 @@ def revision_object(cs: Mapping[str, Any], namespace: str, number: int) -> dict[
                     "kind": "ConfigSet",
                     "name": meta["name"],
                     "uid": meta.get("uid", ""),
+                    "controller": True,
+                    "blockOwnerDeletion": False,
                 }
             ],
         },
@@ -177,6 +181,12 @@ def plan(
         p.unavailable.extend(p.waiting[:room])
         p.waiting = p.waiting[room:]
     return p
+
+
+def expired(revisions: Mapping[str, int], keep: set[str], limit: int) -> list[str]:
+    """Revision names past ``limit`` (newest kept), never one in ``keep`` (current, admitted)."""
+    newest = sorted(revisions, key=lambda r: revisions[r], reverse=True)
+    return [r for r in newest[max(1, limit) :] if r not in keep]
 
 
 def undo_target(

@@ -136,6 +136,7 @@ def sync(
     if admitted:
         at_target = sum(1 for s in states if s.admitted == target) + len(admitted)
         notes.append(events.admitted(mine[target], target, admitted, len(states), at_target))
+    _trim(fleet, name, mine, target, nodes, settings.history_limit)
     matched = sorted(s.name for s in states)
     done = set(p.updated) | set(p.failed)
     counts = Counts(
@@ -151,6 +152,7 @@ def sync(
         else ""
     )
     extra = {
+        "updating": len([n for n in p.unavailable if n not in p.failed and n not in p.down]),
         "updateRevision": target,
         "revision": mine[target],
         "unavailable": len(p.unavailable),
@@ -159,6 +161,26 @@ def sync(
     if p.down and extra["notReadyNodes"] != (cs.get("status") or {}).get("notReadyNodes"):
         notes.append(events.not_ready(p.down))  # when the set changes, not every sync
     return Outcome(counts, extra, halted, notes)
+
+
+def _trim(
+    fleet: FleetClient,
+    name: str,
+    mine: Mapping[str, int],
+    target: str,
+    nodes: Sequence[Mapping[str, Any]],
+    limit: int,
+) -> None:
+    """revisionHistoryLimit: delete the oldest revisions, never the target or an admitted one."""
+    keep = {target} | {r for node in nodes if (r := _admitted(node, name))}
+    for old in rollout.expired(mine, keep, limit):
+        try:
+            fleet.delete_revision(old)
+            log.info(
+                "ConfigSet %s: revision %s deleted (revisionHistoryLimit %d)", name, old, limit
+            )
+        except KubeError as e:
+            log.warning("ConfigSet %s: cannot delete revision %s: %s", name, old, e)
 
 
 def prune(

@@ -146,6 +146,16 @@ class FleetClient:
         except ApiException as e:
             raise translate(e) from e
 
+    def delete_revision(self, name: str) -> None:
+        """Delete a ControllerRevision past revisionHistoryLimit (gone already is fine)."""
+        try:
+            client.AppsV1Api(self.clients.get()).delete_namespaced_controller_revision(
+                name, self.namespace
+            )
+        except ApiException as e:
+            if e.status != 404:
+                raise translate(e) from e
+
     def admit(self, node: str, field: str, configset: str, revision: str) -> None:
         """Admit a node to a revision: a ManagedNode spec field that nodes may not write."""
         try:

@@ -199,3 +199,20 @@ def test_a_node_not_ready_takes_a_slot_and_is_not_admitted():
     assert sorted(p.unavailable) == ["dead", "new"]
     p = plan("r2", Rollout(3), nodes, paused=False, now=NOW)
     assert p.admit == ["n1"]
+
+
+def test_history_keeps_the_newest_and_every_admitted_revision():
+    from nodemanager.controller.rollout import expired
+
+    revisions = {f"r{i}": i for i in range(1, 15)}
+    assert expired(revisions, {"r14"}, 10) == ["r4", "r3", "r2", "r1"]
+    assert expired(revisions, {"r14", "r2"}, 10) == ["r4", "r3", "r1"]
+    assert expired({"r1": 1}, {"r1"}, 1) == []
+
+
+def test_revisions_are_owned_with_controller_true():
+    from nodemanager.controller.rollout import revision_object
+
+    cs = {"metadata": {"name": "web", "uid": "u1"}, "spec": {"files": []}}
+    (owner,) = revision_object(cs, "ns", 1)["metadata"]["ownerReferences"]
+    assert owner["controller"] is True and owner["uid"] == "u1"
