@@ -116,6 +116,8 @@ class Controller:
         self._stale_written: dict[str, str] = {}  # node -> resourceVersion the write was based on
         self._warned: set[tuple[str, str, str]] = set()  # (node, field, resourceVersion)
         self._ready_marked: dict[tuple[str, str, str], str] = {}  # (configset, node, revision)
+        # ConfigSet -> (revision, updated nodes, when that last changed): progress deadlines
+        self._progress: dict[str, tuple[str, int, float]] = {}
         self._lease_seen: dict[str, tuple[str, float]] = {}  # node -> (renewTime, first seen)
         self._targets: dict[str, str] = {}  # ConfigSet -> revision its rollout last aimed at
         self._rolling = False  # a rollout waits on time (minReadySeconds): sync every tick
@@ -171,8 +173,20 @@ class Controller:
                     log.warning("ConfigSet %s: rollout step failed: %s", name, e)
                     self.dirty.set()
                     continue
+                held = bool((raw.get("spec") or {}).get("paused")) or bool(step.halted)
+                stalled = self._stalled(name, settings, step, held)
                 wanted = configset_status(
-                    base, views, now=now, extra=step.extra, counts=step.counts, halted=step.halted
+                    base,
+                    views,
+                    now=now,
+                    extra=step.extra,
+                    counts=step.counts,
+                    halted=step.halted,
+                    stalled=stalled,
+                )
+                # An unfinished rollout needs a sync when its deadline passes, not only on change.
+                self._rolling = self._rolling or bool(
+                    step.counts.pending and not stalled and not held
                 )
                 notes = step.notes
                 self._rolling = self._rolling or (
@@ -196,6 +210,24 @@ class Controller:
                 # and must not say it twice.
                 notes = notes + events.transitions(base["status"], wanted)
             self._record(raw, notes)
+
+    def _stalled(
+        self, name: str, settings: rollout.Rollout, step: staging.Outcome, held: bool
+    ) -> str:
+        """The ProgressDeadlineExceeded message once no node got updated for the deadline (the
+        controller's clock; a restart gives the rollout a whole deadline again)."""
+        mark = (str(step.extra["updateRevision"]), len(step.counts.updated))
+        prior = self._progress.get(name)
+        mono = time.monotonic()
+        if prior is None or prior[:2] != mark or not step.counts.pending or held:
+            self._progress[name] = (*mark, mono)
+            return ""
+        if mono - prior[2] < settings.progress_deadline_seconds:
+            return ""
+        return (
+            f"no node updated for {settings.progress_deadline_seconds}s; "
+            f"waiting for {events.names(step.counts.pending)}"
+        )
 
     def _warn_invalid(self, nodes: list[dict[str, Any]], views: list[NodeView]) -> None:
         """One Warning Event per bad field of a node's status (per version of the node): the

@@ -37,6 +37,7 @@ class Rollout:
     pause_on_failure: bool = True
     min_ready_seconds: int = 0
     history_limit: int = 10
+    progress_deadline_seconds: int = 600
 
     @classmethod
     def of(cls, spec: Mapping[str, Any]) -> Rollout | None:
@@ -48,6 +49,7 @@ class Rollout:
             bool(raw.get("pauseOnFailure", True)),
             int(raw.get("minReadySeconds") or 0),
             int(raw.get("revisionHistoryLimit") or 10),
+            int(raw.get("progressDeadlineSeconds") or 600),
         )
 
     def budget(self, matched: int) -> int:

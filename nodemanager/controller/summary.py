@@ -66,11 +66,13 @@ def configset_status(
     extra: Mapping[str, Any] | None = None,
     counts: Counts | None = None,
     halted: str = "",
+    stalled: str = "",
 ) -> dict[str, Any]:
     """The status the controller wants for one ConfigSet.
 
     A staged rollout passes its own ``counts`` (by revision), ``extra`` fields and, when a
-    failure stopped it, ``halted`` (the message of the Paused condition)."""
+    failure stopped it, ``halted`` (the message of the Paused condition); past its
+    progressDeadlineSeconds, ``stalled`` (the message of Progressing=False)."""
     meta, spec = raw.get("metadata") or {}, raw.get("spec") or {}
     generation = int(meta.get("generation") or 0)
     previous = by_type((raw.get("status") or {}).get("conditions"))
@@ -86,6 +88,8 @@ def configset_status(
     if paused:
         why = halted or "spec.paused is set"
         progressing = ("False", "RolloutFailed" if halted else "Paused", why)
+    elif c.pending and stalled:
+        progressing = ("False", "ProgressDeadlineExceeded", stalled)
     elif c.pending:
         progressing = (
             "True",

@@ -219,7 +219,17 @@ def test_printer_columns_show_matched_updated_failed(kubeconfig, fleet_ns, api, 
         check=True,
     ).stdout
     header = out.splitlines()[0].split()
-    assert header[:5] == ["NAME", "MATCHED", "UPDATED", "FAILED", "AGE"], out
+    assert header == [
+        "NAME",
+        "MATCHED",
+        "UPDATED",
+        "FAILED",
+        "UPDATING",
+        "UNAVAILABLE",
+        "PAUSED",
+        "REVISION",
+        "AGE",
+    ], out
     # No node carries role=none: the condition and a Warning name the label and what nodes carry.
     matched = cond(get(api, fleet_ns, "configsets", "cols"), "Matched")
     assert (matched["status"], matched["reason"]) == ("False", "LabelNotCarried"), matched

@@ -143,3 +143,17 @@ def test_a_configset_selecting_a_value_no_node_carries_says_which_and_warns():
     status = configset_status(raw, [node], now="2026-01-01T00:00:00Z")
     matched = next(c for c in status["conditions"] if c["type"] == "Matched")
     assert (matched["status"], matched["reason"]) == ("True", "NodesMatched")
+
+
+def test_past_the_progress_deadline_progressing_is_false_and_names_the_nodes():
+    nodes = [node("a", generation=2), node("dead")]
+    message = "no node updated for 60s; waiting for dead"
+    c = conditions(configset_status(configset(), nodes, now="t", stalled=message))
+    assert (c["Progressing"]["status"], c["Progressing"]["reason"]) == (
+        "False",
+        "ProgressDeadlineExceeded",
+    )
+    assert "dead" in c["Progressing"]["message"]
+    # Paused wins over the deadline: a paused rollout is not stalled.
+    c = conditions(configset_status(configset(paused=True), nodes, now="t", stalled=message))
+    assert c["Progressing"]["reason"] == "Paused"
