@@ -155,61 +155,69 @@ class Controller:
         now = stamp()
         self._rolling = self._deferred = False
         for raw in configsets:
-            name = raw["metadata"]["name"]
-            cached = raw.get("status") or {}
-            written = self._written.get(name)
-            if written is not None and not differs(written, cached):
-                del self._written[name]  # the cache caught up
-                written = None
-            base = {**raw, "status": written if written is not None else cached}
-            settings = rollout.Rollout.of(raw.get("spec") or {})
-            notes: list[events.Note] = []
-            if settings is None:
-                wanted = configset_status(base, views, now=now)
-            else:
-                try:
-                    step = self._rollout(raw, settings, nodes)
-                except KubeError as e:
-                    log.warning("ConfigSet %s: rollout step failed: %s", name, e)
+            try:
+                self._sync_configset(raw, nodes, views, now)
+            except Exception:
+                # One ConfigSet's surprise (a bug, odd data) must not stop the others' status.
+                log.exception("ConfigSet %s: sync failed", raw["metadata"].get("name"))
+                self.dirty.set()
+
+    def _sync_configset(
+        self, raw: dict[str, Any], nodes: list[dict[str, Any]], views: list[NodeView], now: str
+    ) -> None:
+        name = raw["metadata"]["name"]
+        cached = raw.get("status") or {}
+        written = self._written.get(name)
+        if written is not None and not differs(written, cached):
+            del self._written[name]  # the cache caught up
+            written = None
+        base = {**raw, "status": written if written is not None else cached}
+        settings = rollout.Rollout.of(raw.get("spec") or {})
+        notes: list[events.Note] = []
+        if settings is None:
+            wanted = configset_status(base, views, now=now)
+        else:
+            try:
+                step = self._rollout(raw, settings, nodes)
+            except KubeError as e:
+                log.warning("ConfigSet %s: rollout step failed: %s", name, e)
+                self.dirty.set()
+                return
+            held = bool((raw.get("spec") or {}).get("paused")) or bool(step.halted)
+            stalled = self._stalled(name, settings, step, held)
+            wanted = configset_status(
+                base,
+                views,
+                now=now,
+                extra=step.extra,
+                counts=step.counts,
+                halted=step.halted,
+                stalled=stalled,
+            )
+            # An unfinished rollout needs a sync when its deadline passes, not only on change.
+            self._rolling = self._rolling or bool(step.counts.pending and not stalled and not held)
+            notes = step.notes
+            self._rolling = self._rolling or (
+                settings.min_ready_seconds > 0 and step.extra["unavailable"] > 0
+            )
+        if differs(wanted, base["status"]) and self._progress_waits(name, wanted, base):
+            self._deferred = True
+        elif differs(wanted, base["status"]):
+            try:
+                self.fleet.patch_configset_status(name, wanted)
+            except KubeError as e:
+                if e.status != 404:  # 404: deleted since the cache saw it
+                    log.warning("ConfigSet %s: status write failed: %s", name, e)
                     self.dirty.set()
-                    continue
-                held = bool((raw.get("spec") or {}).get("paused")) or bool(step.halted)
-                stalled = self._stalled(name, settings, step, held)
-                wanted = configset_status(
-                    base,
-                    views,
-                    now=now,
-                    extra=step.extra,
-                    counts=step.counts,
-                    halted=step.halted,
-                    stalled=stalled,
-                )
-                # An unfinished rollout needs a sync when its deadline passes, not only on change.
-                self._rolling = self._rolling or bool(
-                    step.counts.pending and not stalled and not held
-                )
-                notes = step.notes
-                self._rolling = self._rolling or (
-                    settings.min_ready_seconds > 0 and step.extra["unavailable"] > 0
-                )
-            if differs(wanted, base["status"]) and self._progress_waits(name, wanted, base):
-                self._deferred = True
-            elif differs(wanted, base["status"]):
-                try:
-                    self.fleet.patch_configset_status(name, wanted)
-                except KubeError as e:
-                    if e.status != 404:  # 404: deleted since the cache saw it
-                        log.warning("ConfigSet %s: status write failed: %s", name, e)
-                        self.dirty.set()
-                    self._record(raw, notes)
-                    continue
-                self._written[name] = wanted
-                self._written_at[name] = time.monotonic()
-                self.metrics.writes.labels("configset_status").inc()
-                # Transitions only from a status actually written: a failed write is retried
-                # and must not say it twice.
-                notes = notes + events.transitions(base["status"], wanted)
-            self._record(raw, notes)
+                self._record(raw, notes)
+                return
+            self._written[name] = wanted
+            self._written_at[name] = time.monotonic()
+            self.metrics.writes.labels("configset_status").inc()
+            # Transitions only from a status actually written: a failed write is retried
+            # and must not say it twice.
+            notes = notes + events.transitions(base["status"], wanted)
+        self._record(raw, notes)
 
     def _stalled(
         self, name: str, settings: rollout.Rollout, step: staging.Outcome, held: bool
