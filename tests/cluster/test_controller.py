@@ -533,6 +533,29 @@ def test_killed_agent_is_ready_unknown_within_a_minute_and_true_when_back(
     for other in HOSTS[:4]:
         assert condition(get(api, fleet_ns, "managednodes", other), "Ready")["status"] != "Unknown"
 
+    # A staged change meanwhile: the dead node takes one of the two slots and is never
+    # admitted; the rollout names it, and past its deadline says it waits for it.
+    name = "alive"
+    spec = {
+        "selector": {"matchLabels": {"role": "web"}},
+        "rollout": {"maxUnavailable": 2, "progressDeadlineSeconds": 5},
+        "files": [{"path": str(fleet_dir / "alive"), "content": "v1\n"}],
+    }
+    put_configset(api, fleet_ns, name, spec)
+
+    def stalled_on_the_dead_node():
+        cs = get(api, fleet_ns, "configsets", name)
+        s = cs.get("status") or {}
+        assert s.get("updated") == 4 and s.get("notReadyNodes") == [host], s
+        progressing = cond(cs, "Progressing")
+        assert progressing["reason"] == "ProgressDeadlineExceeded", progressing
+        assert progressing["status"] == "False" and host in progressing["message"]
+        return cs
+
+    eventually(stalled_on_the_dead_node, timeout=90, message="deadline naming the dead node")
+    assert not _admissions(api, fleet_ns, name)[host]
+    assert "NodesNotReady" in configset_events(api, fleet_ns, name)
+
     agents[host] = Agent(
         kubeconfig, fleet_ns, host, fleet_dir / host, "--node-labels", "role=web,color=blue"
     ).start(timeout=180)
@@ -542,6 +565,11 @@ def test_killed_agent_is_ready_unknown_within_a_minute_and_true_when_back(
         ),
         timeout=60,
         message="Ready=True after the agent came back",
+    )
+    eventually(
+        lambda: rollout_status(api, fleet_ns, name).get("updated") == len(HOSTS),
+        timeout=90,
+        message="the node that came back is admitted and updated",
     )
 
 
