@@ -20,6 +20,7 @@ from typing import Any
 from nodemanager.api import ConfigSet, InvalidObject
 from nodemanager.api.revisions import admitted
 from nodemanager.controller import access, events, liveness, rollout, staging
+from nodemanager.controller.retry import Gate
 from nodemanager.controller.serve import ControllerMetrics, serve
 from nodemanager.controller.summary import NodeView, configset_status, differs, progress_only
 from nodemanager.kube import watches
@@ -118,6 +119,7 @@ class Controller:
         self._ready_marked: dict[tuple[str, str, str], str] = {}  # (configset, node, revision)
         # ConfigSet -> (revision, updated nodes, when that last changed): progress deadlines
         self._progress: dict[str, tuple[str, int, float]] = {}
+        self._retry = Gate()  # per-ConfigSet backoff of failed rollout steps
         self._lease_seen: dict[str, tuple[str, float]] = {}  # node -> (renewTime, first seen)
         self._targets: dict[str, str] = {}  # ConfigSet -> revision its rollout last aimed at
         self._rolling = False  # a rollout waits on time (minReadySeconds): sync every tick
@@ -161,6 +163,7 @@ class Controller:
                 # One ConfigSet's surprise (a bug, odd data) must not stop the others' status.
                 log.exception("ConfigSet %s: sync failed", raw["metadata"].get("name"))
                 self.dirty.set()
+        self._rolling = self._rolling or self._retry.waiting()  # wake when a backoff ends
 
     def _sync_configset(
         self, raw: dict[str, Any], nodes: list[dict[str, Any]], views: list[NodeView], now: str
@@ -177,12 +180,18 @@ class Controller:
         if settings is None:
             wanted = configset_status(base, views, now=now)
         else:
+            version, mono = raw["metadata"].get("resourceVersion", ""), time.monotonic()
+            if not self._retry.ready(name, version, mono):
+                return  # backing off (or a permanent error until the ConfigSet changes)
             try:
                 step = self._rollout(raw, settings, nodes)
             except KubeError as e:
-                log.warning("ConfigSet %s: rollout step failed: %s", name, e)
-                self.dirty.set()
+                delay = self._retry.failed(name, version, e, mono)
+                log.warning(
+                    "ConfigSet %s: rollout step failed (retry in %.0f s): %s", name, delay, e
+                )
                 return
+            self._retry.succeeded(name)
             held = bool((raw.get("spec") or {}).get("paused")) or bool(step.halted)
             stalled = self._stalled(name, settings, step, held)
             wanted = configset_status(
