@@ -107,7 +107,8 @@ def node_rules(hostname: str, lease_groups: Sequence[str] = ()) -> list[dict[str
         # its ConfigSets reference (see the module docstring).
         # Admitted revisions of staged ConfigSets (their content; the controller writes them).
         {"apiGroups": ["apps"], "resources": ["controllerrevisions"], "verbs": read},
-        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+        # No create: the Leases it may hold are made by this output (``leases``), so a node can
+        # make no other (junk Leases, or the liveness Lease of a host not onboarded yet).
         {
             "apiGroups": ["coordination.k8s.io"],
             "resources": ["leases"],
@@ -126,6 +127,20 @@ def drain_rules(hostname: str) -> list[dict[str, Any]]:
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
         {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]},
     ]  # fmt: skip
+
+
+def leases(hostname: str, namespace: str, lease_groups: Sequence[str]) -> list[dict[str, Any]]:
+    """The Leases the node may hold, made here (nodes may not create Leases): its liveness
+    Lease and its groups'. Metadata only: the holder writes the spec, and applying this output
+    again leaves it alone."""
+    return [
+        {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": name, "namespace": namespace, "labels": LABELS},
+        }
+        for name in (hostname, *sorted(set(lease_groups)))
+    ]
 
 
 def _cluster_role(name: str, rules: list[dict[str, Any]], sa: str, ns: str) -> list[dict[str, Any]]:
@@ -208,6 +223,7 @@ def manifests(
             ],
         ),
         _binding(f"nodemanager-token-{hostname}", namespace, sa),
+        *leases(hostname, namespace, lease_groups),
         *approved,
     ]
 

@@ -19,7 +19,7 @@ from kubernetes.client.exceptions import ApiException
 
 from nodemanager.api.duration import MAX_LEASE_SECONDS
 from nodemanager.kube.client import FIELD_MANAGER, ClientFactory
-from nodemanager.kube.errors import translate
+from nodemanager.kube.errors import Forbidden, translate
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +73,14 @@ class GroupLock:
             except ApiException as e2:
                 if e2.status == 409:
                     return "another node"  # created by someone else a moment ago
+                if e2.status == 403:  # nodes create no Lease: `rbac` makes the group's
+                    raise Forbidden(
+                        f"Lease {name} does not exist and this node may not create it: apply "
+                        f"`nodemanager rbac --hostname {self.identity} --lease-groups {name}` "
+                        "again",
+                        "Forbidden",
+                        403,
+                    ) from e2
                 raise translate(e2) from e2
         spec = lease.spec or client.V1LeaseSpec()
         lease.spec = spec

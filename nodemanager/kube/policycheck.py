@@ -2,7 +2,7 @@
 
 A server-side dry-run (``dryRun=All``) runs authentication, RBAC and every admission policy,
 then stores nothing. One probe per policy that `rbac --shared` prints: a label and a spec field
-on the node's own ManagedNode, an Event about another node, a Lease held as another node, an
+on the node's own ManagedNode, an Event about another node, its own Lease held as another node, an
 unbound token. Refused means the policy holds; accepted means it or its binding is gone (the
 node could opt itself into any ConfigSet, or take another node's Lease). An agent run with a
 credential that is not a node account (an administrator's, in development) is not restricted by
@@ -50,11 +50,11 @@ def _event(api: client.ApiClient, namespace: str, name: str) -> None:
 
 
 def _lease(api: client.ApiClient, namespace: str, name: str) -> None:
-    body = client.V1Lease(
-        metadata=client.V1ObjectMeta(name=OTHER),
-        spec=client.V1LeaseSpec(holder_identity=OTHER, lease_duration_seconds=1),
-    )
-    client.CoordinationV1Api(api).create_namespaced_lease(namespace, body, dry_run="All")
+    # Its own liveness Lease (RBAC lets it update that one) held as another node.
+    leases = client.CoordinationV1Api(api)
+    lease = leases.read_namespaced_lease(name, namespace)
+    lease.spec = client.V1LeaseSpec(holder_identity=OTHER, lease_duration_seconds=1)
+    leases.replace_namespaced_lease(name, namespace, lease, dry_run="All")
 
 
 def _token(api: client.ApiClient, namespace: str, name: str) -> None:

@@ -317,10 +317,28 @@ def test_3_lease_under_another_nodes_name_is_refused(cluster):
     body = client.V1Lease(
         metadata=client.V1ObjectMeta(name="b"), spec=client.V1LeaseSpec(holder_identity="b")
     )
+    api = client.CoordinationV1Api(cluster.a)
+    assert refused(lambda: api.replace_namespaced_lease("b", cluster.ns, body))
+    # its own Lease (made by its rbac output), held as another node
+    own = api.read_namespaced_lease("a", cluster.ns)
+    own.spec = client.V1LeaseSpec(holder_identity="b")
     assert refused(
-        lambda: client.CoordinationV1Api(cluster.a).create_namespaced_lease(cluster.ns, body),
-        "only hold Leases as itself",
+        lambda: api.replace_namespaced_lease("a", cluster.ns, own), "only hold Leases as itself"
     )
+
+
+def test_3_a_node_creates_no_lease(cluster):
+    """Not a junk Lease, nor the liveness Lease of a host not onboarded yet: the Leases a node
+    may hold are made by its rbac output."""
+    for name in ("junk-1", "not-yet-onboarded"):
+        body = client.V1Lease(
+            metadata=client.V1ObjectMeta(name=name), spec=client.V1LeaseSpec(holder_identity="a")
+        )
+        assert refused(
+            lambda body=body: client.CoordinationV1Api(cluster.a).create_namespaced_lease(
+                cluster.ns, body
+            )
+        )
 
 
 @pytest.mark.parametrize(
@@ -462,12 +480,14 @@ def test_6_deleting_one_node_deletes_only_that_node(cluster, kubeconfig, tmp_pat
         "ValidatingAdmissionPolicy",
         "ValidatingAdmissionPolicyBinding",
     ]
-    assert {d["kind"] for d in docs[3:]} == {"ServiceAccount", "Role", "RoleBinding"}
+    assert {d["kind"] for d in docs[3:]} == {"ServiceAccount", "Role", "RoleBinding", "Lease"}
     assert not shared & {d["metadata"]["name"] for d in docs[1:]}
     deleted = kubectl(kubeconfig, "delete", text)
     # kubectl says the Namespace is kept (its one error); everything of d is deleted
     assert deleted.returncode == 1 and "nodemanager.io/keep-" in deleted.stderr, deleted.stderr
     eventually(lambda: not works(d_path, ns), timeout=30, message="d's credential is gone")
+    leases = client.CoordinationV1Api(cluster.admin).list_namespaced_lease(ns).items
+    assert "d" not in {lease.metadata.name for lease in leases}  # its Lease went with it
     client.CoreV1Api(cluster.admin).read_namespace(ns)  # the Namespace stays
     assert works(cluster.a_path, ns) and works(cluster.b_path, ns)  # and so do the others
     assert refused(lambda: patch_labels(cluster, {"role": "db"}))  # and so does the policy

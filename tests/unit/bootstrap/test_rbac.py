@@ -20,7 +20,7 @@ def test_per_node_output_holds_the_guarded_namespace_then_per_node_objects():
     assert policy["metadata"]["name"] == binding["metadata"]["name"] == "nodemanager-guard-ns-b"
     [rule] = policy["spec"]["matchConstraints"]["resourceRules"]
     assert rule["operations"] == ["DELETE"] and rule["resourceNames"] == ["ns"]
-    assert {d["kind"] for d in docs} == {"ServiceAccount", "Role", "RoleBinding"}
+    assert {d["kind"] for d in docs} == {"ServiceAccount", "Role", "RoleBinding", "Lease"}
     assert all(d["metadata"]["namespace"] == "ns" and "b" in d["metadata"]["name"] for d in docs)
 
 
@@ -89,3 +89,20 @@ def test_rbac_refuses_a_lease_group_that_names_a_projects_or_its_own_lease(group
 def test_rbac_refuses_a_hostname_that_is_no_object_name():
     assert name_problems("Web_1") == ["hostname 'Web_1' is not a lower-case DNS name"]
     assert name_problems("web-1.example.com", ["upgrades", "db"]) == []
+
+
+def test_a_node_creates_no_lease_its_output_makes_its_own_and_its_groups():
+    docs = manifests("web-1", "ns", lease_groups=["upgrades", "web"])
+    made = [d["metadata"]["name"] for d in docs if d["kind"] == "Lease"]
+    assert made == ["web-1", "upgrades", "web"]
+    assert all("spec" not in d for d in docs if d["kind"] == "Lease")  # the holder writes it
+    role = next(d for d in docs if d["kind"] == "Role" and "-node-" in d["metadata"]["name"])
+    lease_rules = [r for r in role["rules"] if r["resources"] == ["leases"]]
+    assert lease_rules == [
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "resourceNames": ["upgrades", "web", "web-1"],
+            "verbs": ["get", "update", "patch"],
+        }
+    ]
