@@ -15,9 +15,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kubernetes import client
+from kubernetes import client, config
 
+from tests.cluster.controller import ControllerProcess, shipped_kubeconfig
 from tests.cluster.helpers import eventually
+from tests.cluster.test_controller_access import can_read, create_secrets, secret_file
+from tests.cluster.test_daemon import put_configset
 from tests.cluster.test_isolation import GROUP, VERSION, cluster, refused  # noqa: F401
 
 pytestmark = pytest.mark.cluster
@@ -122,3 +125,50 @@ def test_the_admission_policy_refuses_it_from_a_node_where_the_crd_is_older(
     assert refused(
         lambda: patch_status(cluster.a, cluster.ns, status), "nodemanager-node-restriction"
     )
+
+
+def test_one_nodes_bad_time_wedges_no_controller_sync(
+    cluster,  # noqa: F811
+    older_crd,
+    kubeconfig,
+    tmp_path,
+):
+    """Issue 27 item 2: a lowercase RFC 3339 lastApplied on node a (what an older CRD let
+    through) made every controller sync fail: no summaries, no grants, no revocations. Now
+    node a is skipped with a Warning Event and node b is granted and summarised as usual."""
+    patch_status(
+        cluster.admin,
+        cluster.ns,
+        {"configsets": [{"name": "for-b", "lastApplied": "2030-01-01t00:00:00z"}]},
+    )
+    create_secrets(client.CoreV1Api(cluster.admin), cluster.ns, "for-b")
+    put_configset(
+        cluster.admin,
+        cluster.ns,
+        "for-b",
+        {
+            "selector": {"matchLabels": {"kubernetes.io/hostname": "b"}},
+            "files": [secret_file("/etc/b", "for-b")],
+        },
+    )
+    own = shipped_kubeconfig(kubeconfig, cluster.ns, tmp_path)
+    controller = ControllerProcess(own, cluster.ns, tmp_path, "--sync-period", "1s").start()
+    try:
+        eventually(controller.leading, timeout=120, message="controller ready")
+        b = client.CoreV1Api(config.new_client_from_config(str(cluster.b_path)))
+        eventually(lambda: can_read(b, cluster.ns, "for-b"), timeout=30, message="b granted")
+        custom = client.CustomObjectsApi(cluster.admin)
+
+        def summarised():
+            cs = custom.get_namespaced_custom_object(
+                GROUP, VERSION, cluster.ns, "configsets", "for-b"
+            )
+            return (cs.get("status") or {}).get("matched") == 1
+
+        eventually(summarised, timeout=30, message="for-b summarised")
+        events = client.CoreV1Api(cluster.admin).list_namespaced_event(cluster.ns).items
+        invalid = [e for e in events if e.reason == "InvalidNodeStatus"]
+        assert invalid and invalid[0].involved_object.name == "a"
+        assert "lastApplied" in invalid[0].message
+    finally:
+        assert controller.stop() == 0

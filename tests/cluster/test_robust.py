@@ -85,6 +85,9 @@ def events_of(api_client, namespace, host):
     )
 
 
+FOLDED = "{{ 'x' * (15 * 10 ** 8) }}"
+
+
 def test_a_freezing_template_stops_nothing_and_sigterm_exits_in_10s(
     kubeconfig, api_client, namespace, host, tmp_path
 ):
@@ -102,6 +105,12 @@ def test_a_freezing_template_stops_nothing_and_sigterm_exits_in_10s(
             "big",
             for_host(host, [{"path": str(tmp_path / "big"), "template": "{{ 'x' * 100000000 }}"}]),
         )
+        put_configset(  # folded while compiled, it once took the agent itself to 4.3 GB
+            api_client,
+            namespace,
+            "folded",
+            for_host(host, [{"path": str(tmp_path / "folded"), "template": FOLDED}]),
+        )
         started = time.monotonic()
         good = tmp_path / "good"
         put_configset(
@@ -116,8 +125,14 @@ def test_a_freezing_template_stops_nothing_and_sigterm_exits_in_10s(
             "good ConfigSet applied beside a freezing template after", time.monotonic() - started
         )
 
+        peak = [rss_mb(agent.proc.pid)]
+
         def reported():
+            peak.append(rss_mb(agent.proc.pid))  # the agent's own, sampled throughout
+            assert agent.get("/healthz", agent.health_port) == 200
             n = node(api_client, namespace, host)
+            folded = entry(n, "folded")
+            assert folded and "output over the limit" in folded["error"], folded
             frozen, big = entry(n, "freeze"), entry(n, "big")
             assert frozen and "TemplateError: spec.files[0].template:" in frozen["error"], frozen
             assert big and ("limit" in big["error"] or "longer than" in big["error"]), big
@@ -129,6 +144,8 @@ def test_a_freezing_template_stops_nothing_and_sigterm_exits_in_10s(
         assert not (tmp_path / "frozen").exists() and not (tmp_path / "big").exists()
         assert agent.get("/healthz", agent.health_port) == 200
         measured("agent RSS after a 100 MB template", rss_mb(agent.proc.pid), "MB")
+        measured("agent peak RSS sampled while hostile templates rendered", max(peak), "MB")
+        assert max(peak) < 400, peak  # 1.5 GB had it folded the constant itself
 
         # SIGTERM while the worker waits on a spinning render (a changed text renders again).
         put_configset(
