@@ -25,10 +25,10 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-import deb  # deploy/deb.py
+from nodemanager.version import build_info
 
 import build as agent_build  # deploy/build.py (this directory is on sys.path when run)
-from nodemanager.version import build_info
+import deb  # deploy/deb.py
 
 ROOT = agent_build.ROOT
 DIST_INFO = re.compile(r"(?:^|/)([^/]+)-([^/-]+)\.dist-info/METADATA$")
