@@ -90,10 +90,27 @@ def _binding(name: str, namespace: str, sa: str) -> dict[str, Any]:
     }
 
 
-def node_rules(hostname: str, lease_groups: Sequence[str] = ()) -> list[dict[str, Any]]:
-    """``lease_groups``: the lock_group and spec.upgrade.group Leases this node may take."""
+def upstream_wireguard_secret(interface: str, hostname: str) -> str:
+    """Where upstream nodemanager kept a node's WireGuard private key."""
+    return f"wg-{interface}-{hostname}"
+
+
+def node_rules(
+    hostname: str, lease_groups: Sequence[str] = (), upstream_wireguard: Sequence[str] = ()
+) -> list[dict[str, Any]]:
+    """``lease_groups``: the lock_group and spec.upgrade.group Leases this node may take;
+    ``upstream_wireguard``: interfaces whose key upstream kept in a Secret (read once)."""
     read = ["get", "list", "watch"]
+    migration = [
+        {
+            "apiGroups": [""],
+            "resources": ["secrets"],
+            "resourceNames": [upstream_wireguard_secret(i, hostname) for i in upstream_wireguard],
+            "verbs": ["get"],
+        }
+    ]
     return [
+        *(migration if upstream_wireguard else []),
         {"apiGroups": [GROUP], "resources": ["configsets"], "verbs": read},
         # All nodes are template data (nodes[]); writes are limited to its own object below.
         {"apiGroups": [GROUP], "resources": ["managednodes"], "verbs": [*read, "create"]},
@@ -189,6 +206,7 @@ def manifests(
     node_labels: Mapping[str, str] | None = None,
     lease_groups: Sequence[str] = (),
     drain: bool = False,
+    upstream_wireguard: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """The Namespace, its guard by this node, and the objects of this node, in apply order; with
     ``node_labels``, also its ManagedNode with those labels approved (CRDs installed first);
@@ -207,7 +225,11 @@ def manifests(
             "kind": "ServiceAccount",
             "metadata": {"name": sa, "namespace": namespace, "labels": LABELS},
         },
-        _role(f"nodemanager-node-{hostname}", namespace, node_rules(hostname, lease_groups)),
+        _role(
+            f"nodemanager-node-{hostname}",
+            namespace,
+            node_rules(hostname, lease_groups, upstream_wireguard),
+        ),
         _binding(f"nodemanager-node-{hostname}", namespace, sa),
         # The node renews its own token, and only its own.
         _role(

@@ -46,6 +46,12 @@ def _default_node_kubeconfig() -> str:
     help="Comma-separated services[].lock_group and spec.upgrade.group names the node may lock.",
 )
 @click.option(
+    "--upstream-wireguard",
+    default="",
+    help="Comma-separated WireGuard interfaces whose key upstream kept in the Secret "
+    "wg-<interface>-<host>: the node may read that Secret once, to keep its key (migration).",
+)
+@click.option(
     "--drain",
     is_flag=True,
     help="Also let the node cordon and drain the Kubernetes Node of its name before upgrades "
@@ -58,6 +64,7 @@ def rbac(
     namespace: str,
     node_labels: str | None,
     lease_groups: str,
+    upstream_wireguard: str,
     drain: bool,
     output_format: str,
 ) -> None:
@@ -78,7 +85,12 @@ def rbac(
     problems = name_problems(hostname, groups)
     if problems:
         raise click.UsageError("; ".join(problems))
-    host = manifests(hostname, namespace, labels(node_labels), groups, drain) if hostname else []
+    wireguard = [i.strip() for i in upstream_wireguard.split(",") if i.strip()]
+    host = (
+        manifests(hostname, namespace, labels(node_labels), groups, drain, wireguard)
+        if hostname
+        else []
+    )
     # Both outputs start with the same Namespace document: print it once.
     docs = [*shared_manifests(namespace), *host[1:]] if shared else host
     if hostname and output_format != "json":

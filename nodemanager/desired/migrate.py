@@ -103,8 +103,9 @@ def _managednode(doc: dict[str, Any], out: Migrated) -> None:
         node = (doc.get("metadata") or {}).get("name", "NODE")
         out.changes.append(
             f"{name} spec.wireGuard: the private key moves to the host: the agent adopts the "
-            f"running {iface}'s key, else Secret wg-{iface}-{node} once (grant the node get on "
-            f"it), else makes a new one: then put the old one in "
+            f"running {iface}'s key, else Secret wg-{iface}-{node} once (grant it with "
+            f"`nodemanager rbac --hostname {node} --upstream-wireguard {iface}`), else makes a "
+            f"new one: then put the old one in "
             f"<state-dir>/wireguard/{iface}.key (0600) before it starts"
         )
     status = doc.get("status") or {}

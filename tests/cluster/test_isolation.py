@@ -511,3 +511,19 @@ def test_7_path_aliases_and_control_characters_are_refused_by_the_crd(cluster, p
             GROUP, VERSION, cluster.ns, "configsets", body
         )
     assert caught.value.status == 422 and "spec.files[0].path" in caught.value.body
+
+
+def test_8_upstream_wireguard_grants_that_one_secret(cluster, kubeconfig, tmp_path):
+    """Migration: `rbac --upstream-wireguard wg0` lets the node read the Secret upstream kept its
+    key in (wg-wg0-<node>), and no other."""
+    core = client.CoreV1Api(cluster.admin)
+    for name in ("wg-wg0-w", "wg-wg1-w", "wg-wg0-a"):
+        core.create_namespaced_secret(
+            cluster.ns,
+            client.V1Secret(metadata=client.V1ObjectMeta(name=name), string_data={"k": "v"}),
+        )
+    path = credential(kubeconfig, cluster.ns, "w", tmp_path, "--upstream-wireguard", "wg0")
+    node = client.CoreV1Api(config.new_client_from_config(str(path)))
+    assert node.read_namespaced_secret("wg-wg0-w", cluster.ns).data
+    for other in ("wg-wg1-w", "wg-wg0-a"):
+        assert refused(lambda other=other: node.read_namespaced_secret(other, cluster.ns))

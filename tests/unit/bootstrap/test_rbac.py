@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from click.testing import CliRunner
 
@@ -106,3 +108,24 @@ def test_a_node_creates_no_lease_its_output_makes_its_own_and_its_groups():
             "verbs": ["get", "update", "patch"],
         }
     ]
+
+
+def test_upstream_wireguard_grants_get_on_exactly_that_secret():
+    result = CliRunner().invoke(
+        main, ["rbac", "--hostname", "web-1", "--upstream-wireguard", "wg0,wg1", "-o", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    docs = json.loads(result.output)["items"]
+    role = next(d for d in docs if d["metadata"]["name"] == "nodemanager-node-web-1")
+    secrets = [r for r in role["rules"] if r["resources"] == ["secrets"]]
+    assert secrets == [
+        {
+            "apiGroups": [""],
+            "resources": ["secrets"],
+            "resourceNames": ["wg-wg0-web-1", "wg-wg1-web-1"],
+            "verbs": ["get"],
+        }
+    ]
+    without = manifests("web-1", "ns")
+    role = next(d for d in without if d["metadata"]["name"] == "nodemanager-node-web-1")
+    assert not [r for r in role["rules"] if "secrets" in r["resources"]]
