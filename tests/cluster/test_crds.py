@@ -182,7 +182,10 @@ def test_printer_columns_and_short_names(kubeconfig, api_client, namespace):
     assert row.split()[:2] == ["web1", "alpine"] and "True" in row and "0.1.0" in row
     sets = kubectl(kubeconfig, "-n", namespace, "get", "cset")
     assert sets.returncode == 0, sets.stderr
-    assert sets.stdout.splitlines()[0].split() == ["NAME", "MATCHED", "UPDATED", "FAILED", "AGE"]
+    assert sets.stdout.splitlines()[0].split() == [
+        "NAME", "MATCHED", "UPDATED", "FAILED", "UPDATING", "UNAVAILABLE", "PAUSED", "REVISION",
+        "AGE",
+    ]  # fmt: skip
     assert sets.stdout.splitlines()[1].split()[0] == "weighted"
     wide = kubectl(kubeconfig, "-n", namespace, "get", "cset", "-o", "wide")
     header, row = wide.stdout.splitlines()[:2]
