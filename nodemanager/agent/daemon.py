@@ -210,10 +210,29 @@ class Daemon:
         # first answer it is merely starting, and says nothing (no false "offline" then "online").
         self.unreachable = threading.Event()
         self.ready = threading.Event()
+        self._guarding = threading.Event()  # isolation checks queued or running
+        self._guard_full = False  # the queued check includes the policy self-test
         self._threads: list[threading.Thread] = []
 
     def _warn(self, reason: str, message: str) -> None:
         self.node_client.event(reason, message, warning=True)
+
+    def _guard_later(self, node: dict[str, Any], full: bool) -> None:
+        """The isolation checks on the writer thread, one at a time: they talk to the API
+        server, and a hung one must not hold drift correction for a request's timeout."""
+        self._guard_full = self._guard_full or full  # a queued check becomes a full one
+        if self._guarding.is_set():
+            return
+        self._guarding.set()
+
+        def job() -> None:
+            full, self._guard_full = self._guard_full, False
+            try:
+                self._guard(node, full)
+            finally:
+                self._guarding.clear()
+
+        self.writer.later(job)
 
     def _guard(self, node: dict[str, Any], full: bool) -> None:
         """Isolation checks (issue 13): managed labels restored at once; the admission policy
@@ -455,12 +474,11 @@ class Daemon:
         snap = self.snapshot()
         if snap is None:
             return False, None
-        if self._online():
-            self._guard(snap.node, full)
         started = time.monotonic()
         with self.work:
             result = self.reconciler.reconcile(snap, full=full)
         if self._online():
+            self._guard_later(snap.node, full)
             self._write_status(report(result.status, self._running), snap.node)
             uid = snap.node.get("metadata", {}).get("uid")
             if result.event:
