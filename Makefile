@@ -63,7 +63,8 @@ lint: venv
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
-# Build (or reuse from ~/.cache/nodemanager) kube-apiserver; etcd comes from Debian's etcd-server.
+# Build (or reuse from ~/.cache/nodemanager) kube-apiserver and kube-controller-manager (one
+# `go build`; the CSR tests sign with it); etcd comes from Debian's etcd-server.
 controlplane: deps venv
 	$(PY) -m tests.controlplane build
 

@@ -48,6 +48,34 @@ def control_plane(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def csr_signer(control_plane):
+    """The control plane with kube-controller-manager signing approved CSRs with its CA.
+
+    Started for the first test that asks and kept for the session; it approves nothing itself.
+    Ready once a probe CSR, approved as the admin, comes back signed."""
+    from nodemanager.api import nodecert
+    from nodemanager.kube import csr
+
+    try:
+        control_plane.start_controller_manager()
+    except Exception as e:
+        pytest.fail(f"cannot start kube-controller-manager: {e}", pytrace=False)
+    api = config.new_client_from_config(str(control_plane.kubeconfig))
+    try:
+        _key, request = nodecert.new_request("signer-probe", "probe")
+        name = csr.submit(api, "signer-probe-", request, nodecert.SIGNER, nodecert.USAGES, 600)
+        probe = client.CustomObjectsApi(api).get_cluster_custom_object(
+            csr.GROUP, csr.VERSION, csr.PLURAL, name
+        )
+        csr.approve(api, probe, "TestProbe", "the csr_signer fixture checks the signer signs")
+        csr.wait_certificate(api, name, 60)
+    finally:
+        api.close()
+    yield control_plane
+    control_plane.stop_controller_manager()
+
+
+@pytest.fixture(scope="session")
 def kubeconfig(control_plane) -> str:
     return str(control_plane.kubeconfig)
 

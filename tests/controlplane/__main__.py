@@ -8,10 +8,11 @@ import sys
 def main(argv: list[str]) -> int:
     command = argv[0] if argv else "build"
     if command == "build":
-        from tests.controlplane.build import build, check_etcd
+        from tests.controlplane.build import build_components, check_etcd
 
         check_etcd()
-        print(build())
+        for path in build_components().values():
+            print(path)
         return 0
     if command in ("start", "stop"):
         from tests.controlplane import dev

@@ -1,13 +1,19 @@
-"""Build kube-apiserver from the k8s.io/kubernetes Go module and cache the binary.
+"""Build kube-apiserver and kube-controller-manager from the k8s.io/kubernetes Go module and
+cache the binaries.
 
-No Debian package ships kube-apiserver, so it is built from source at a pinned release. The
+No Debian package ships them, so they are built from source at a pinned release. The
 k8s.io/kubernetes module refers to its staging modules (k8s.io/api, k8s.io/apiserver, ...) as
 v0.0.0 with replace lines to local directories that a module download does not carry; a wrapper
-module pins each of them to the matching v0.x release instead. The binary lands under
-~/.cache/nodemanager/kube-apiserver-<version>-<recipe>/ and is reused by every later run: the
+module pins each of them to the matching v0.x release instead. Each binary lands under
+~/.cache/nodemanager/<component>-<version>-<recipe>/ and is reused by every later run: the
 directory is keyed by a digest of the link flags too, so a change to the recipe (such as the
 version stamp `kubectl version` reads) rebuilds once, and a lock makes concurrent callers wait
-for that one build instead of starting their own.
+for that one build instead of starting their own. The components missing from the cache are
+built by one `go build`, so the packages they share (most of client-go, apiserver, apimachinery)
+are compiled once.
+
+kube-controller-manager is only needed by the tests that sign CertificateSigningRequests; the
+control plane fixture builds it on demand, `make controlplane` builds both.
 """
 
 from __future__ import annotations
@@ -48,9 +54,21 @@ def ldflags(version: str = KUBERNETES_VERSION) -> str:
     return " ".join(flags)
 
 
+APISERVER = "kube-apiserver"
+CONTROLLER_MANAGER = "kube-controller-manager"
+COMPONENTS = (APISERVER, CONTROLLER_MANAGER)
+
+
+def _recipe(version: str) -> str:
+    return hashlib.sha256(ldflags(version).encode()).hexdigest()[:8]
+
+
+def binary_path(component: str, version: str = KUBERNETES_VERSION) -> Path:
+    return CACHE / f"{component}-{version}-{_recipe(version)}" / component
+
+
 def apiserver_path(version: str = KUBERNETES_VERSION) -> Path:
-    recipe = hashlib.sha256(ldflags(version).encode()).hexdigest()[:8]
-    return CACHE / f"kube-apiserver-{version}-{recipe}" / "kube-apiserver"
+    return binary_path(APISERVER, version)
 
 
 def staging_version(version: str) -> str:
@@ -81,22 +99,36 @@ def wrapper_gomod(version: str, upstream_gomod: str) -> str:
 
 
 def build(version: str = KUBERNETES_VERSION) -> Path:
-    """The cached binary, built first if missing. Concurrent callers (several test sessions on
-    one machine) wait for one build instead of starting their own."""
-    target = apiserver_path(version)
-    if target.exists():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.parent / "build.lock", "w") as lock:
+    """The cached kube-apiserver, built first if missing."""
+    return build_components((APISERVER,), version)[APISERVER]
+
+
+def controller_manager(version: str = KUBERNETES_VERSION) -> Path:
+    """The cached kube-controller-manager, built first if missing."""
+    return build_components((CONTROLLER_MANAGER,), version)[CONTROLLER_MANAGER]
+
+
+def build_components(
+    components: tuple[str, ...] = COMPONENTS, version: str = KUBERNETES_VERSION
+) -> dict[str, Path]:
+    """The cached binaries of ``components``, the missing ones built first by one `go build`.
+    Concurrent callers (several test sessions on one machine) wait for one build instead of
+    starting their own."""
+    targets = {c: binary_path(c, version) for c in components}
+    if all(t.exists() for t in targets.values()):
+        return targets
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / f"build-{version}-{_recipe(version)}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if target.exists():
-            return target
-        return _build(version, target)
+        missing = {c: t for c, t in targets.items() if not t.exists()}
+        if missing:
+            _build(version, missing)
+    return targets
 
 
-def _build(version: str, target: Path) -> Path:
+def _build(version: str, targets: dict[str, Path]) -> None:
     if shutil.which("go") is None:
-        raise RuntimeError("go is not installed: it is needed once to build kube-apiserver")
+        raise RuntimeError(f"go is not installed: it is needed once to build {', '.join(targets)}")
     started = time.monotonic()
     env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=mod"}
     with tempfile.TemporaryDirectory(prefix="apiserver-build-") as tmp:
@@ -106,27 +138,30 @@ def _build(version: str, target: Path) -> Path:
             _go("mod", "download", "-json", f"k8s.io/kubernetes@{version}", cwd=work, env=env)
         )
         (work / "go.mod").write_text(wrapper_gomod(version, Path(info["GoMod"]).read_text()))
-        (work / "main.go").write_text(
-            "package main\n\n"
-            'import _ "k8s.io/kubernetes/cmd/kube-apiserver/app"\n\n'
-            "func main() {}\n"
-        )
+        imports = "".join(f'\t_ "k8s.io/kubernetes/cmd/{c}/app"\n' for c in COMPONENTS)
+        (work / "main.go").write_text(f"package main\n\nimport (\n{imports})\n\nfunc main() {{}}\n")
         _go("mod", "tidy", cwd=work, env=env)
-        partial = target.with_suffix(".partial")
+        out = work / "bin"
+        out.mkdir()
         _go(
             "build",
             "-trimpath",
             "-ldflags",
             ldflags(version),
             "-o",
-            str(partial),
-            "k8s.io/kubernetes/cmd/kube-apiserver",
+            f"{out}/",
+            *(f"k8s.io/kubernetes/cmd/{c}" for c in targets),
             cwd=work,
             env=env,
         )
-        os.replace(partial, target)
-    print(f"built {target} in {time.monotonic() - started:.0f} s", file=sys.stderr)
-    return target
+        for component, target in targets.items():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial = target.with_suffix(".partial")
+            shutil.copyfile(out / component, partial)
+            partial.chmod(0o755)
+            os.replace(partial, target)
+    elapsed = time.monotonic() - started
+    print(f"built {', '.join(targets)} in {elapsed:.0f} s", file=sys.stderr)
 
 
 def check_etcd() -> str:

@@ -1,8 +1,10 @@
 """A real control plane on loopback: etcd + kube-apiserver with RBAC and service-account tokens.
 
-Like controller-runtime's envtest: no controller-manager or scheduler, just the API. Certificates
-come from the openssl CLI: a CA, a serving certificate for 127.0.0.1, an admin client
-certificate in system:masters, and a service-account signing key so the TokenRequest API works.
+Like controller-runtime's envtest: no scheduler, and no controller-manager unless a test asks
+for CertificateSigningRequests to be signed (``start_controller_manager``: only the csrsigning
+and csrcleaner controllers, signing with the cluster CA). Certificates come from the openssl CLI:
+a CA, a serving certificate for 127.0.0.1, an admin client certificate in system:masters, and a
+service-account signing key so the TokenRequest API works.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.controlplane.build import build, check_etcd
+from tests.controlplane.build import build, check_etcd, controller_manager
 
 ISSUER = "https://kubernetes.default.svc"
 
@@ -47,6 +49,7 @@ class ControlPlane:
         self.ca = self.pki / "ca.crt"
         self._etcd: subprocess.Popen | None = None
         self._apiserver: subprocess.Popen | None = None
+        self._controller_manager: subprocess.Popen | None = None
 
     # -- certificates ----------------------------------------------------------------------
 
@@ -202,6 +205,30 @@ class ControlPlane:
         )
         self._wait_ready()
 
+    def start_controller_manager(self) -> None:
+        """kube-controller-manager signing CSRs with the cluster CA once they are approved
+        (kubernetes.io/kube-apiserver-client and the kubelet signers). It approves nothing
+        itself: no approver controller runs. Serves nothing (--secure-port=0)."""
+        if self._controller_manager is not None and self._controller_manager.poll() is None:
+            return
+        p = self.pki
+        self._controller_manager = self._spawn(
+            "kube-controller-manager",
+            [
+                str(controller_manager()),
+                f"--kubeconfig={self.kubeconfig}",
+                "--controllers=csrsigning,csrcleaner",
+                f"--cluster-signing-cert-file={self.ca}",
+                f"--cluster-signing-key-file={p / 'ca.key'}",
+                "--leader-elect=false",
+                "--secure-port=0",
+                "--profiling=false",
+            ],
+        )
+
+    def stop_controller_manager(self) -> None:
+        self._kill(self._controller_manager)
+
     def start(self) -> ControlPlane:
         check_etcd()
         build()
@@ -285,5 +312,6 @@ class ControlPlane:
         self._start_apiserver()
 
     def stop(self) -> None:
+        self._kill(self._controller_manager)
         self._kill(self._apiserver)
         self._kill(self._etcd)
