@@ -156,8 +156,8 @@ class FleetClient:
             if e.status != 404:
                 raise translate(e) from e
 
-    def admit(self, node: str, field: str, configset: str, revision: str) -> None:
-        """Admit a node to a revision: a ManagedNode spec field that nodes may not write."""
+    def _patch_node_spec(self, node: str, patch: Mapping[str, Any]) -> None:
+        """A merge patch of a ManagedNode's spec under the controller's field manager."""
         try:
             self._custom().patch_namespaced_custom_object(
                 GROUP,
@@ -165,44 +165,26 @@ class FleetClient:
                 self.namespace,
                 "managednodes",
                 node,
-                {"spec": {field: {configset: revision}}},
+                dict(patch),
                 field_manager=CONTROLLER_MANAGER,
             )
         except ApiException as e:
             raise translate(e) from e
 
+    def admit(self, node: str, field: str, configset: str, revision: str) -> None:
+        """Admit a node to a revision: a ManagedNode spec field that nodes may not write."""
+        self._patch_node_spec(node, {"spec": {field: {configset: revision}}})
+
     def unadmit(self, node: str, fields: Sequence[str], configset: str) -> None:
         """Remove a ConfigSet's admission (and its ready time) from a node's spec."""
         patch = {"spec": {f: {configset: None} for f in fields}}  # merge patch: null deletes
-        try:
-            self._custom().patch_namespaced_custom_object(
-                GROUP,
-                VERSION,
-                self.namespace,
-                "managednodes",
-                node,
-                patch,
-                field_manager=CONTROLLER_MANAGER,
-            )
-        except ApiException as e:
-            raise translate(e) from e
+        self._patch_node_spec(node, patch)
 
     def mark_ready(self, node: str, field: str, configset: str, revision: str, since: str) -> None:
         """Record when the controller first saw ``node`` report ``revision`` applied without
         error (its clock, not the node's), in a spec field nodes may not write."""
         patch = {"spec": {field: {configset: {"revision": revision, "since": since}}}}
-        try:
-            self._custom().patch_namespaced_custom_object(
-                GROUP,
-                VERSION,
-                self.namespace,
-                "managednodes",
-                node,
-                patch,
-                field_manager=CONTROLLER_MANAGER,
-            )
-        except ApiException as e:
-            raise translate(e) from e
+        self._patch_node_spec(node, patch)
 
     def delete_rbac(self, name: str) -> None:
         rbac = client.RbacAuthorizationV1Api(self.clients.get())
