@@ -45,6 +45,7 @@ from nodemanager.agent.status import differs
 from nodemanager.agent.upgrade import Upgrader
 from nodemanager.agent.writer import Writer
 from nodemanager.api import parse_duration
+from nodemanager.api.nodereport import set_condition
 from nodemanager.backoff import Backoff
 from nodemanager.endpoints import serve_metrics
 from nodemanager.executor.run import apply
@@ -384,14 +385,10 @@ class Daemon:
         """Show Upgrading=True before the upgrade starts (the worker waits meanwhile)."""
         status: dict[str, Any] = me.get("status") or {}
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        conditions: list[dict[str, Any]] = status.get("conditions") or []
-        prior = next((c for c in conditions if c["type"] == "Upgrading"), {})
-        others = [c for c in conditions if c["type"] != "Upgrading"]
-        condition = self.upgrader.condition(prior, status.get("observedGeneration", 0), now)
+        condition = self.upgrader.condition(int(status.get("observedGeneration") or 0))
+        conditions = set_condition(status.get("conditions"), condition, now)
         try:
-            self.node_client.patch_status(
-                {**self.upgrader.status(), "conditions": [*others, condition]}
-            )
+            self.node_client.patch_status({**self.upgrader.status(), "conditions": conditions})
         except Exception as e:
             log.warning("status write failed: %s", e)
 

@@ -21,6 +21,7 @@ from typing import Any
 from nodemanager.agent.grouplocks import GroupLocks, groups_to_lock
 from nodemanager.agent.upgrade import Upgrader
 from nodemanager.api import File
+from nodemanager.api.nodereport import set_condition
 from nodemanager.desired.templates import Rendered
 from nodemanager.host.backups import BackupStore, Version
 from nodemanager.host.wgkeys import KeyStore, WireGuardKeyError, with_managed_key
@@ -203,9 +204,8 @@ class HostFeatures:
         """``status`` with the conditions these features own (Upgrading)."""
         if not self.upgrader:
             return status
-        prior = {c.get("type"): c for c in previous.get("conditions") or []}
-        conditions = [c for c in status.get("conditions", []) if c.get("type") != "Upgrading"]
-        upgrading = self.upgrader.condition(
-            prior.get("Upgrading") or {}, int(status.get("observedGeneration") or 0), now
+        upgrading = self.upgrader.condition(int(status.get("observedGeneration") or 0))
+        conditions = set_condition(
+            status.get("conditions"), upgrading, now, previous=previous.get("conditions")
         )
-        return {**status, "conditions": [*conditions, upgrading]}
+        return {**status, "conditions": conditions}

@@ -21,6 +21,7 @@ from typing import Any
 
 from prometheus_client import Gauge
 
+from nodemanager.api.nodereport import set_condition
 from nodemanager.host.pressure import PROC_PRESSURE, Pressure, PressureError, read_pressure
 
 CONDITION = "MemoryPressure"
@@ -65,17 +66,8 @@ def condition(
     else:
         state, reason = "False", "MemoryAvailable"
         message = f"memory some avg10 {memory.some.avg10:.2f}% < threshold {limit:g}%"
-    prior: Mapping[str, Any] = next(
-        (c for c in previous.get("conditions") or [] if c.get("type") == CONDITION), {}
-    )
-    since = prior["lastTransitionTime"] if prior.get("status") == state else now
-    return {
-        "type": CONDITION,
-        "status": state,
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": since,
-    }
+    new = {"type": CONDITION, "status": state, "reason": reason, "message": message}
+    return set_condition([], new, now, previous=previous.get("conditions"))[0]
 
 
 class PressureMonitor:
@@ -112,8 +104,8 @@ class PressureMonitor:
         """``status`` with status.pressure and the MemoryPressure condition."""
         with self._lock:
             sample = self.sample
-        others = [c for c in status.get("conditions") or [] if c.get("type") != CONDITION]
-        out = {**status, "conditions": [*others, condition(sample, limit, previous, now)]}
+        new = condition(sample, limit, previous, now)
+        out = {**status, "conditions": set_condition(status.get("conditions"), new, now)}
         if sample:
             out["pressure"] = status_block(sample)
         return out

@@ -29,6 +29,7 @@ from nodemanager.agent.sources import Snapshot
 from nodemanager.agent.state import Applied, StateStore
 from nodemanager.agent.status import compute
 from nodemanager.api import ConfigSet, File
+from nodemanager.api.nodereport import parse_report
 from nodemanager.backoff import Backoff
 from nodemanager.executor.errors import ExecutorError
 from nodemanager.executor.run import RunResult, apply
@@ -199,8 +200,7 @@ class Reconciler:
     ) -> list[ConfigSetResult]:
         """One result per selected ConfigSet, plus the invalid ones that target this node."""
         by_name = summarize(planned.desired, run.result.results if run else (), planned.errors)
-        status = (snap.node or {}).get("status") or {}
-        previous = {e["name"]: e for e in status.get("configsets") or []}
+        previous = parse_report(snap.node or {}).entries
         applied_at = self.applied.applied_at
         results = []
         for cs in planned.desired.configsets:
@@ -213,7 +213,8 @@ class Reconciler:
             key = f"{cs.name}@{cs.resource_version}"
             if not r.failures:
                 applied_at.setdefault(key, now)
-            r.last_applied = applied_at.get(key) or previous.get(cs.name, {}).get("lastApplied")
+            before = previous.get(cs.name)
+            r.last_applied = applied_at.get(key) or (before.last_applied if before else None)
             results.append(r)
         for bad in planned.invalid:
             if bad.targets(planned.node.labels):

@@ -17,6 +17,8 @@ from typing import Any
 
 from prometheus_client import Gauge
 
+from nodemanager.api.nodereport import set_condition
+
 log = logging.getLogger(__name__)
 CONDITION = "NodeRestricted"
 EVENT_REASON = "AdmissionPolicyMissing"
@@ -76,16 +78,8 @@ class PolicySelfTest:
         """``status`` with the NodeRestricted condition added (transition time carried over)."""
         state, reason, _ = _WORDS[self.enforced]
         message = self._message()
-        prior = next(
-            (c for c in previous.get("conditions") or [] if c.get("type") == CONDITION), None
+        condition = {"type": CONDITION, "status": state, "reason": reason, "message": message}
+        conditions = set_condition(
+            status.get("conditions"), condition, now, previous=previous.get("conditions")
         )
-        since = prior["lastTransitionTime"] if prior and prior.get("status") == state else now
-        condition = {
-            "type": CONDITION,
-            "status": state,
-            "reason": reason,
-            "message": message,
-            "lastTransitionTime": since,
-        }
-        others = [c for c in status.get("conditions") or [] if c.get("type") != CONDITION]
-        return {**status, "conditions": [*others, condition]}
+        return {**status, "conditions": conditions}

@@ -10,29 +10,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from nodemanager.api.nodereport import ConfigSetEntry, set_condition
 from nodemanager.api.nodestatus import printable, within_bounds
 from nodemanager.executor.summary import ConfigSetResult
 
 
-def _condition(
-    previous: Mapping[str, dict[str, Any]],
-    type_: str,
-    ok: bool,
-    reason: str,
-    message: str,
-    generation: int,
-    now: str,
-) -> dict[str, Any]:
-    status = "True" if ok else "False"
-    prior = previous.get(type_)
-    since = prior["lastTransitionTime"] if prior and prior.get("status") == status else now
+def _condition(type_: str, ok: bool, reason: str, message: str, generation: int) -> dict[str, Any]:
     return {
         "type": type_,
-        "status": status,
+        "status": "True" if ok else "False",
         "reason": reason,
         "message": message[:2048],
         "observedGeneration": generation,
-        "lastTransitionTime": since,
     }
 
 
@@ -45,34 +34,30 @@ def compute(
     generation: int,
     now: str,
 ) -> dict[str, Any]:
-    entries = []
-    for o in sorted(outcomes, key=lambda o: o.name):
-        entry: dict[str, Any] = {
-            "name": o.name,
-            "resourceVersion": o.resource_version,
-            "generation": o.generation,
-        }
-        if o.last_applied:
-            entry["lastApplied"] = o.last_applied
-        entry["error"] = "; ".join(o.errors)
-        if o.conflicts:
-            entry["conflicts"] = sorted(o.conflicts)
-        entries.append(entry)
+    entries = [
+        ConfigSetEntry(
+            o.name,
+            o.generation,
+            error="; ".join(o.errors),
+            last_applied=o.last_applied,
+            conflicts=tuple(sorted(o.conflicts)),
+            resource_version=o.resource_version,
+        ).to_raw()
+        for o in sorted(outcomes, key=lambda o: o.name)
+    ]
 
     failed = [o for o in outcomes if o.errors]
     conflicted = sorted({c for o in outcomes for c in o.conflicts})
-    prior = {c["type"]: c for c in previous.get("conditions") or []}
     if failed:
         applied_msg = "; ".join(f"{o.name}: {'; '.join(o.errors)}" for o in failed)
     else:
         applied_msg = (
             f"{len(outcomes)} ConfigSets applied" if outcomes else "no ConfigSet matches this node"
         )
-    conditions = [
+    wanted = [
         # Ready says the host matches its ConfigSets: a conflicted resource is applied from
         # neither declaration, so the host does not, even when everything else applied.
         _condition(
-            prior,
             "Ready",
             not failed and not conflicted,
             "ApplyFailed" if failed else ("Conflicted" if conflicted else "Reconciled"),
@@ -84,36 +69,32 @@ def compute(
                 else "agent is running and the host matches its ConfigSets"
             ),
             generation,
-            now,
         ),
         _condition(
-            prior,
             "Applied",
             not failed,
             "Applied" if not failed else "ApplyFailed",
             applied_msg,
             generation,
-            now,
         ),
         _condition(
-            prior,
             "Degraded",
             bool(failed),
             "ApplyFailed" if failed else "AsExpected",
             applied_msg if failed else "",
             generation,
-            now,
         ),
         _condition(
-            prior,
             "Conflicted",
             bool(conflicted),
             "ConflictingDeclarations" if conflicted else "NoConflicts",
             ", ".join(conflicted),
             generation,
-            now,
         ),
     ]
+    conditions: list[dict[str, Any]] = []
+    for new in wanted:
+        conditions = set_condition(conditions, new, now, previous=previous.get("conditions"))
     # printable: messages (Ansible's span lines) must pass the schema's no-control-character rule.
     status: dict[str, Any] = within_bounds(
         printable(

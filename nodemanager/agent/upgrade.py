@@ -351,17 +351,15 @@ class Upgrader:
         out["kubernetesNodeCordoned"] = rfc3339(cordoned) if cordoned else None
         return out
 
-    def condition(self, previous: Mapping[str, Any], generation: int, now: str) -> dict[str, Any]:
-        """The Upgrading condition: True while an upgrade or its reboot is under way."""
+    def condition(self, generation: int) -> dict[str, Any]:
+        """The Upgrading condition (without its time: ``set_condition`` carries that over):
+        True while an upgrade or its reboot is under way."""
         active = self.upgrading or self.state.reboot_pending
         reason = "Upgrading" if self.upgrading else (self.state.result or "NoUpgrade")
-        status = "True" if active else "False"
-        since = previous.get("lastTransitionTime") if previous.get("status") == status else now
         return {
             "type": "Upgrading",
-            "status": status,
+            "status": "True" if active else "False",
             "reason": reason,
             "message": self.state.message[:2048],
             "observedGeneration": generation,
-            "lastTransitionTime": since or now,
         }

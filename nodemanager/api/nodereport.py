@@ -1,4 +1,8 @@
-"""The ManagedNode status as the controller reads it: typed, parsed once, untrusted (pure).
+"""The ManagedNode status, the contract between agent and controller: typed, parsed once (pure).
+
+The agent writes its ``status.configsets[]`` entries from ``ConfigSetEntry.to_raw`` and every
+condition, its own and the controller's ``Ready=Unknown``, through ``set_condition``; readers
+on both sides go through ``parse_report`` instead of string keys.
 
 A node writes its own status, so every field is input from that node. ``parse_report`` turns
 the raw object into frozen dataclasses and collects, per bad field, a ``Problem`` naming the
@@ -13,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict, cast
 
 from nodemanager.api.nodestatus import MAX_CONFLICTS, MAX_ERROR, REVISION, TIMESTAMP, has_control
 
@@ -22,6 +26,21 @@ from nodemanager.api.nodestatus import MAX_CONFLICTS, MAX_ERROR, REVISION, TIMES
 class Problem:
     node: str
     field: str  # the path of the refused field, e.g. status.configsets[2].lastApplied
+
+
+MAX_CONFLICT = 512  # the schema's bound on one conflict's text
+
+
+class RawConfigSetEntry(TypedDict):
+    """One ``status.configsets[]`` entry on the wire (crds/managednodes.yaml)."""
+
+    name: str
+    resourceVersion: str
+    generation: int
+    revision: NotRequired[str]
+    lastApplied: NotRequired[str]
+    error: str
+    conflicts: NotRequired[list[str]]
 
 
 @dataclass(frozen=True)
@@ -33,7 +52,25 @@ class ConfigSetEntry:
     revision: str | None = None
     error: str = ""
     last_applied: str | None = None  # the node's clock: shown, never used for fleet timing
-    conflicts: int = 0  # only the count: the text is the node's, never an operator's message
+    # The node's text: the controller counts them, never puts them in an operator's message.
+    conflicts: tuple[str, ...] = ()
+    resource_version: str = ""
+
+    def to_raw(self) -> RawConfigSetEntry:
+        """The entry as the agent writes it (keys in the order the status has always had)."""
+        out: dict[str, Any] = {
+            "name": self.name,
+            "resourceVersion": self.resource_version,
+            "generation": self.generation,
+        }
+        if self.last_applied:
+            out["lastApplied"] = self.last_applied
+        out["error"] = self.error
+        if self.conflicts:
+            out["conflicts"] = list(self.conflicts)
+        if self.revision:
+            out["revision"] = self.revision
+        return cast(RawConfigSetEntry, out)
 
 
 @dataclass(frozen=True)
@@ -88,8 +125,14 @@ def _entry(raw: Any, where: str) -> tuple[ConfigSetEntry | None, str]:
     conflicts = raw.get("conflicts") or []
     if not isinstance(conflicts, list) or len(conflicts) > MAX_CONFLICTS:
         return None, f"{where}.conflicts"
+    for j, text in enumerate(conflicts):
+        if not _text(text, MAX_CONFLICT):
+            return None, f"{where}.conflicts[{j}]"
+    version = raw.get("resourceVersion") or ""
+    if not _text(version, 64):
+        return None, f"{where}.resourceVersion"
     return ConfigSetEntry(
-        raw["name"], generation, revision or None, error, applied, len(conflicts)
+        raw["name"], generation, revision or None, error, applied, tuple(conflicts), version
     ), ""
 
 
@@ -134,10 +177,32 @@ def parse_report(raw: Mapping[str, Any]) -> NodeReport:
 
 
 def set_condition(
-    conditions: Iterable[Mapping[str, Any]] | None, new: Mapping[str, Any], now: str
+    conditions: Iterable[Mapping[str, Any]] | None,
+    new: Mapping[str, Any],
+    now: str,
+    *,
+    previous: Iterable[Mapping[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
-    """apimachinery's SetStatusCondition: replace the condition of ``new``'s type, keeping its
-    lastTransitionTime unless the status changes (then ``now``, or ``new``'s own time)."""
+    """apimachinery's SetStatusCondition: replace the condition of ``new``'s type (or append
+    it), keeping its lastTransitionTime unless the status changes (then ``now``, or ``new``'s
+    own time). The time carries over from ``previous`` when given: a status being built from
+    parts carries each condition's time from the status last written."""
+    prior = next(
+        (
+            c
+            for c in (conditions if previous is None else previous) or ()
+            if c.get("type") == new["type"]
+        ),
+        None,
+    )
+    if (
+        prior is not None
+        and prior.get("status") == new.get("status")
+        and prior.get("lastTransitionTime")
+    ):
+        since = prior["lastTransitionTime"]
+    else:
+        since = new.get("lastTransitionTime") or now
     out: list[dict[str, Any]] = []
     placed = False
     for c in conditions or ():
@@ -145,12 +210,7 @@ def set_condition(
             out.append(dict(c))
             continue
         placed = True
-        merged = {**c, **new}
-        if c.get("status") == new.get("status") and c.get("lastTransitionTime"):
-            merged["lastTransitionTime"] = c["lastTransitionTime"]
-        else:
-            merged["lastTransitionTime"] = new.get("lastTransitionTime") or now
-        out.append(merged)
+        out.append({**c, **new, "lastTransitionTime": since})
     if not placed:
-        out.append({**new, "lastTransitionTime": new.get("lastTransitionTime") or now})
+        out.append({**new, "lastTransitionTime": since})
     return out

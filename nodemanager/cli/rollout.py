@@ -91,6 +91,7 @@ def rollout_status(
 @_rollout_options
 def rollout_history(resource: str, kubeconfig: str, context: str | None, namespace: str) -> None:
     """List the ConfigSet's revisions and which nodes run each."""
+    from nodemanager.api.nodereport import parse_report
     from nodemanager.controller.rollout import CONFIGSET_LABEL
 
     name = _configset_ref(resource)
@@ -98,9 +99,10 @@ def rollout_history(resource: str, kubeconfig: str, context: str | None, namespa
     revisions = client_.revisions(name, CONFIGSET_LABEL)
     running: dict[str, list[str]] = {}
     for node in client_.nodes():
-        for entry in (node.get("status") or {}).get("configsets") or []:
-            if entry.get("name") == name and entry.get("revision"):
-                running.setdefault(entry["revision"], []).append(node["metadata"]["name"])
+        report = parse_report(node)
+        entry = report.entries.get(name)
+        if entry is not None and entry.revision:
+            running.setdefault(entry.revision, []).append(report.name)
     click.echo(f"configset/{name}")
     click.echo(f"{'REVISION':<10}{'NAME':<32}NODES")
     for r in sorted(revisions, key=lambda r: int(r.get("revision") or 0)):

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from nodemanager.api.nodereport import set_condition
+
 
 def condition(
     previous: Mapping[str, Mapping[str, Any]],
@@ -17,16 +19,14 @@ def condition(
 ) -> dict[str, Any]:
     """One condition; ``previous`` maps type -> the condition last written (carries the time)."""
     text = status if isinstance(status, str) else ("True" if status else "False")
-    prior = previous.get(type_)
-    since = prior.get("lastTransitionTime") if prior and prior.get("status") == text else None
-    return {
+    new = {
         "type": type_,
         "status": text,
         "reason": reason,
         "message": message[:2048],
         "observedGeneration": generation,
-        "lastTransitionTime": since or now,
     }
+    return set_condition([], new, now, previous=previous.values())[0]
 
 
 def by_type(conditions: Iterable[Mapping[str, Any]] | None) -> dict[str, Mapping[str, Any]]:

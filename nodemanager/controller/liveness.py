@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nodemanager.controller.conditions import by_type
+from nodemanager.api.nodereport import parse_report, set_condition
 
 REASON = "NodeStatusUnknown"
 DEFAULT_LEASE_SECONDS = 40
@@ -51,20 +51,16 @@ def stale_conditions(
     node: Mapping[str, Any], message: str, now: str
 ) -> list[dict[str, Any]] | None:
     """The node's conditions with Ready=Unknown, or None when they already say so."""
-    status = node.get("status") or {}
-    current = list(status.get("conditions") or [])
-    ready = by_type(current).get("Ready")
-    if ready and ready.get("status") == "Unknown" and ready.get("reason") == REASON:
+    ready = parse_report(node).conditions.get("Ready")
+    if ready and ready.status == "Unknown" and ready.reason == REASON:
         return None
-    generation = int((node.get("metadata") or {}).get("generation") or 0)
-    unknown = {
+    unknown: dict[str, Any] = {
         "type": "Ready",
         "status": "Unknown",
         "reason": REASON,
         "message": message,
-        "observedGeneration": int((ready or {}).get("observedGeneration") or generation),
-        "lastTransitionTime": now,
     }
-    return [unknown if c.get("type") == "Ready" else dict(c) for c in current] + (
-        [] if ready else [unknown]
-    )
+    if ready is None:  # the agent never wrote one: the node's generation stands in for its own
+        unknown["observedGeneration"] = int((node.get("metadata") or {}).get("generation") or 0)
+    current = (node.get("status") or {}).get("conditions")
+    return set_condition(current if isinstance(current, list) else [], unknown, now)

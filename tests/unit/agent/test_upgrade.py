@@ -133,7 +133,7 @@ def test_failed_upgrade_is_reported_and_waits_for_the_delay(tmp_path):
 
     u = upgrader(tmp_path, run=failing, locker=Locker())
     assert u.tick(node())
-    cond = u.condition({}, 1, "t")
+    cond = u.condition(1)
     assert (cond["status"], cond["reason"], cond["message"]) == ("False", "Failed", "E: broken")
     assert u.status() == {"kubernetesNodeCordoned": None}
     assert not u.tick(node())  # a failure is not retried before the delay
@@ -148,12 +148,12 @@ def test_reboot_when_required_then_the_group_is_released_on_return(tmp_path, mon
     assert marker.exists()
     # Held through the reboot: taken, then extended to REBOOT_LEASE before it.
     assert locker.calls == [("acquire", "g"), ("acquire", "g")]
-    cond = u.condition({}, 1, "t")
+    cond = u.condition(1)
     assert (cond["status"], cond["reason"]) == ("True", "RebootPending")
     back = upgrader(tmp_path, locker=locker)  # the agent after the reboot
     assert back.tick(node())
     assert locker.calls[-1] == ("release", "g")
-    assert back.condition({}, 1, "t")["reason"] == "Succeeded"
+    assert back.condition(1)["reason"] == "Succeeded"
 
 
 def test_reboot_required_signs(tmp_path):
@@ -203,7 +203,7 @@ def test_cordon_drain_upgrade_uncordon_in_order_with_the_status_field(tmp_path):
     assert log == ["cordon", "drain", "upgrade", "uncordon"]
     assert seen == ["2027-01-15T08:00:00Z"]  # recorded while cordoned
     assert u.status()["kubernetesNodeCordoned"] is None
-    assert "pods not drained in time: ns/p" in u.condition({}, 1, "t")["message"]
+    assert "pods not drained in time: ns/p" in u.condition(1)["message"]
 
 
 def test_a_node_cordoned_by_an_administrator_is_neither_drained_nor_uncordoned(tmp_path):
@@ -219,7 +219,7 @@ def test_no_upgrade_when_the_cordon_fails_and_the_group_is_released(tmp_path):
     u = upgrader(tmp_path, run=lambda p: plans.append(p), locker=locker, drainer=d)
     assert u.tick(node())
     assert plans == [] and locker.calls[-1] == ("release", "g")
-    assert "cordon and drain of Kubernetes Node n: API down" in u.condition({}, 1, "t")["message"]
+    assert "cordon and drain of Kubernetes Node n: API down" in u.condition(1)["message"]
     failed = {"node": "n", "result": "error"}
     assert u.metrics.registry.get_sample_value("nodemanager_upgrade_total", failed) == 1
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nodemanager.api.nodereport import Problem, parse_report, set_condition
+from nodemanager.api.nodereport import ConfigSetEntry, Problem, parse_report, set_condition
 from nodemanager.controller.summary import NodeView, configset_status
 
 
@@ -26,7 +26,7 @@ def test_a_good_entry_is_typed():
         )
     )
     e = r.entries["web"]
-    assert (e.generation, e.revision, e.error, e.conflicts) == (2, "web-abc", "", 2)
+    assert (e.generation, e.revision, e.error, e.conflicts) == (2, "web-abc", "", ("x", "y"))
     assert r.condition("Ready") == "True" and r.condition("MemoryPressure") == ""
     assert r.problems == ()
 
@@ -37,6 +37,8 @@ def test_each_bad_field_is_named_and_only_its_entry_dropped():
         "revision": good(revision="web-abc\nadmin: true"),
         "generation": good(generation="2"),
         "error": good(error="a\u2028b"),
+        "conflicts[1]": good(conflicts=["x", "y\nz"]),
+        "resourceVersion": good(resourceVersion=["1"]),
     }
     for field, entry in cases.items():
         r = parse_report(raw("evil", entry, {"name": "db", "generation": 1}))
@@ -64,3 +66,27 @@ def test_set_condition_keeps_the_transition_time_while_the_status_holds():
     flipped = set_condition(same, {"type": "Updated", "status": "True", "reason": "C"}, "t3")
     assert [c["lastTransitionTime"] for c in (*first, *same, *flipped)] == ["t1", "t1", "t3"]
     assert same[0]["reason"] == "B" and len(flipped) == 1
+
+
+def test_what_the_agent_writes_is_what_the_controller_reads():
+    written = ConfigSetEntry(
+        "web", 3, "web-abc", "", "2026-01-01T00:00:00Z", ("file:/a",), resource_version="7"
+    )
+    raw_entry = written.to_raw()
+    assert list(raw_entry) == [
+        "name", "resourceVersion", "generation", "lastApplied", "error", "conflicts", "revision"
+    ]  # fmt: skip
+    assert parse_report(raw("a", raw_entry)).entries["web"] == written
+    assert ConfigSetEntry("b").to_raw() == {
+        "name": "b", "resourceVersion": "", "generation": 0, "error": ""
+    }  # fmt: skip
+
+
+def test_set_condition_carries_the_time_from_the_status_last_written():
+    written = [{"type": "Ready", "status": "True", "lastTransitionTime": "t1"}]
+    building = [{"type": "Applied", "status": "True", "lastTransitionTime": "t0"}]
+    new = {"type": "Ready", "status": "True", "reason": "Reconciled"}
+    out = set_condition(building, new, "t2", previous=written)
+    assert out == [building[0], {**new, "lastTransitionTime": "t1"}]
+    flipped = set_condition(building, {**new, "status": "False"}, "t2", previous=written)
+    assert flipped[1]["lastTransitionTime"] == "t2"
