@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import artifacts
 from tests.integration.helpers import write_configsets
 
 pytestmark = pytest.mark.ansible
@@ -28,14 +29,10 @@ def interpreter(minor: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def single_file(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("build") / "nodemanager"
-    subprocess.run(
-        [sys.executable, str(ROOT / "deploy" / "build.py"), str(out)],
-        check=True,
-        capture_output=True,
-    )
-    return out
+def single_file() -> Path:
+    """The file `make build` writes (deploy/build.py), from the release the tests share (built
+    once per source hash, tests/artifacts.py)."""
+    return artifacts.agent_file()
 
 
 def run(

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import artifacts
 from tests.integration.machines import cached_root
 
 pytestmark = [pytest.mark.ansible, pytest.mark.machine]
@@ -33,15 +34,10 @@ def debian(tmp_path):
         subprocess.run(["umount", str(merged)], check=True)
 
 
-def test_deb_installs_runs_and_purges_clean(debian, tmp_path):
+def test_deb_installs_runs_and_purges_clean(debian):
     lower, upper, merged = debian
-    agent = tmp_path / "nodemanager"
-    subprocess.run(
-        [sys.executable, str(ROOT / "deploy" / "build.py"), str(agent)],
-        check=True,
-        capture_output=True,
-    )
-    package = deb.build_deb(agent, tmp_path / "dist", "0.1.0+gtest", "x86_64")
+    # `make release`'s package, from the release the tests share (tests/artifacts.py)
+    package = next(artifacts.release().glob(f"nodemanager_*_{deb.DEB_ARCH[artifacts.ARCH]}.deb"))
     listed = subprocess.run(
         ["dpkg-deb", "-c", str(package)], capture_output=True, text=True, check=True
     ).stdout

@@ -2,7 +2,6 @@
 naming every Python package each artifact carries, and SHA256SUMS that `sha256sum -c` accepts."""
 
 import json
-import platform
 import subprocess
 import sys
 import zipfile
@@ -13,29 +12,17 @@ import pytest
 pytestmark = pytest.mark.ansible
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "deploy"))
-import release  # noqa: E402  (deploy/release.py)
+from tests import artifacts  # noqa: E402
+from tests.artifacts import ARCH, OTHER  # noqa: E402
 
-ARCH = platform.machine()
-OTHER = "aarch64" if ARCH == "x86_64" else "x86_64"
+import release  # noqa: E402  (deploy/release.py)
 
 
 @pytest.fixture(scope="module")
-def dist(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("dist")
-    subprocess.run(
-        # this machine's target and one cross-built (musl, the other architecture); `make
-        # release` builds all four the same way
-        [
-            sys.executable,
-            str(ROOT / "deploy" / "release.py"),
-            str(out),
-            f"{ARCH}-gnu",
-            f"{OTHER}-musl",
-        ],
-        check=True,
-        capture_output=True,
-    )
-    return out
+def dist() -> Path:
+    # this machine's target and one cross-built (musl, the other architecture); `make release`
+    # builds all four the same way. One build per source hash, shared (tests/artifacts.py).
+    return artifacts.release()
 
 
 def test_checksums_cover_every_artifact_and_verify(dist):
