@@ -26,6 +26,7 @@ USAGES = ("digital signature", "client auth")
 KEY_TYPE = "EC P-256"
 MIN_SECONDS = 600  # the API server's minimum expirationSeconds
 MAX_SECONDS = 7 * 86400  # certificates cannot be revoked: a node's lives a week at most
+BACKDATE, SHORT = 300, 8 * 3600  # kube-controller-manager's signer (authority/policies.go)
 
 
 def user_name(namespace: str, hostname: str) -> str:
@@ -128,6 +129,12 @@ class Issued:
             not_after=cert.not_valid_after_utc.timestamp(),
             serial=cert.serial_number,
         )
+
+    def requested(self) -> int:
+        """The lifetime that was asked for: kube-controller-manager's signer backdates
+        notBefore by five minutes, and notAfter too unless the lifetime is under eight hours."""
+        span = int(self.not_after - self.not_before)
+        return span - BACKDATE if span < SHORT + BACKDATE else span
 
     def renew_at(self, fraction: float) -> float:
         """When ``fraction`` of the lifetime has passed (the signer backdates notBefore by

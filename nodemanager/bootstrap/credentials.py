@@ -101,9 +101,45 @@ def write_kubeconfig(path: str, text: str) -> None:
     write_atomic(path, text.encode(), mode=0o600)
 
 
-class TokenRenewer:
+class Renewer:
+    """Renews the daemon's own credential when ``due_in`` says, rewriting its kubeconfig; a
+    failed renewal is retried a minute later, an unreadable one ends the thread in one line."""
+
+    what = "credential"
+    kubeconfig = ""
+
+    def due_in(self) -> float | None:
+        """Seconds until the renewal; None when the credential is not one to renew."""
+        raise NotImplementedError
+
+    def renew(self, stop: threading.Event | None = None) -> None:
+        raise NotImplementedError
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                delay = self.due_in()
+            except Exception as e:  # any unreadable file: one line, never a thread traceback
+                log.warning(
+                    "cannot read the %s of %s: %s; not renewing it", self.what, self.kubeconfig, e
+                )
+                delay = None
+            if delay is None:
+                return
+            if stop.wait(max(0.0, delay)):
+                return
+            try:
+                self.renew(stop)
+            except Exception as e:
+                log.warning("%s renewal failed (%s); retrying in 60 s", self.what, e)
+                stop.wait(60)
+
+
+class TokenRenewer(Renewer):
     """Renews the daemon's own token at about 80% of its lifetime, writing the kubeconfig
     atomically; the client factory picks the new file up without a restart."""
+
+    what = "token"
 
     def __init__(self, kubeconfig: str, hostname: str, namespace: str):
         self.kubeconfig, self.hostname, self.namespace = kubeconfig, hostname, namespace
@@ -118,26 +154,9 @@ class TokenRenewer:
         lifetime = c["exp"] - c["iat"]
         return float(c["iat"] + lifetime * random.uniform(0.75, 0.85) - time.time())
 
-    def renew(self) -> None:
+    def renew(self, stop: threading.Event | None = None) -> None:
         c = tokens.claims(tokens.token_of(self.kubeconfig) or "")
         lifetime = min(MAX_TTL_SECONDS, max(MIN_TTL_SECONDS, int(c["exp"] - c["iat"])))
         text, granted = node_kubeconfig(self.kubeconfig, self.hostname, self.namespace, lifetime)
         write_kubeconfig(self.kubeconfig, text)
         log.info("renewed the node token; new lifetime %.0f s", granted)
-
-    def run(self, stop: threading.Event) -> None:
-        while not stop.is_set():
-            try:
-                delay = self.due_in()
-            except Exception as e:  # any unreadable file: one line, never a thread traceback
-                log.warning("cannot read the token of %s: %s; not renewing it", self.kubeconfig, e)
-                delay = None
-            if delay is None:
-                return
-            if stop.wait(max(0.0, delay)):
-                return
-            try:
-                self.renew()
-            except Exception as e:
-                log.warning("token renewal failed (%s); retrying in 60 s", e)
-                stop.wait(60)

@@ -1,8 +1,9 @@
 """The ValidatingAdmissionPolicies that say what RBAC cannot: which fields a node may write.
 
 RBAC sees verbs, resources and names, never fields or the name of an object being created. So
-every write by a node's account (``system:serviceaccount:<ns>:nodemanager-<host>``) also passes
-these policies, one per resource:
+every write by a node's account (``system:serviceaccount:<ns>:nodemanager-<host>``, or its
+client certificate's user ``nodemanager:node:<ns>:<host>``, api/nodecert.py) also passes these
+policies, one per resource:
 
 - ManagedNodes: only its own; never ``spec`` (not even on create), finalizers or
   ownerReferences; only the labels the agent manages, with values that can be true of it, plus
@@ -26,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from nodemanager.api.duration import MAX_LEASE_SECONDS
+from nodemanager.api.nodecert import USER_PREFIX
 from nodemanager.api.nodestatus import (
     MAX_CONFIGSETS,
     MAX_CONFLICTS,
@@ -51,6 +53,12 @@ RESERVED_NAMES = ("nodemanager-controller",)
 KUBE_OS = ("linux", "freebsd")
 
 ME = "'system:serviceaccount:' + request.namespace + ':nodemanager-'"
+# The same node through its client certificate (bootstrap --certificate).
+ME_CERT = f"'{USER_PREFIX}' + request.namespace + ':'"
+IS_NODE = (
+    f"request.userInfo.username.startsWith({ME}) || "
+    f"request.userInfo.username.startsWith('{USER_PREFIX}')"
+)
 # Shared with the CRD schema (crds/managednodes.yaml) and agent/peers.py.
 WG_KEY = "^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$"
 IFNAME = "^[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,14}$"
@@ -61,7 +69,7 @@ def _policy(
     name: str,
     rules: list[dict[str, Any]],
     validations: list[dict[str, str]],
-    is_node: str = f"request.userInfo.username.startsWith({ME})",
+    is_node: str = IS_NODE,
 ) -> list[dict[str, Any]]:
     return [
         {
@@ -94,6 +102,12 @@ def _policy(
             "spec": {"policyName": name, "validationActions": ["Deny"]},
         },
     ]
+
+
+def _is_me(name: str) -> str:
+    """The requester is the node named ``name`` (a CEL expression), by token or certificate."""
+    user = "request.userInfo.username"
+    return f"({user} == {ME} + {name} || {user} == {ME_CERT} + {name})"
 
 
 def _rule(group: str, resources: list[str], operations: list[str]) -> dict[str, Any]:
@@ -177,7 +191,7 @@ def managednode_policy() -> list[dict[str, Any]]:
         [_rule(GROUP, ["managednodes", "managednodes/status"], ["CREATE", "UPDATE"])],
         [
             {
-                "expression": f"request.userInfo.username == {ME} + object.metadata.name",
+                "expression": _is_me("object.metadata.name"),
                 "message": "a node may only write the ManagedNode named after it",
             },
             {
@@ -233,7 +247,7 @@ def events_policy() -> list[dict[str, Any]]:
         )
         return (
             f"[{regarding}].all(r, has(r.kind) && r.kind == 'ManagedNode' && has(r.name) && "
-            f"request.userInfo.username == {ME} + r.name)"
+            f"{_is_me('r.name')})"
         )
 
     return _policy(
@@ -262,7 +276,7 @@ def leases_policy() -> list[dict[str, Any]]:
                 # Group Leases (lock_group, upgrade group) have any name: what a node must not do
                 # is hold a Lease as another node, such as another node's liveness Lease.
                 "expression": "!has(object.spec.holderIdentity) || object.spec.holderIdentity == ''"
-                f" || request.userInfo.username == {ME} + object.spec.holderIdentity",
+                f" || {_is_me('object.spec.holderIdentity')}",
                 "message": "a node may only hold Leases as itself",
             },
             {
@@ -273,7 +287,7 @@ def leases_policy() -> list[dict[str, Any]]:
             {
                 "expression": f"!(object.metadata.name in {reserved}) && "
                 f"(!object.metadata.name.startsWith('{RESERVED_PREFIX}') || "
-                f"request.userInfo.username == {ME} + object.metadata.name)",
+                f"{_is_me('object.metadata.name')})",
                 "message": f"Lease names starting {RESERVED_PREFIX} are reserved for the project "
                 "(the controller's election Lease)",
             },
@@ -283,10 +297,18 @@ def leases_policy() -> list[dict[str, Any]]:
 
 # Nodes are cluster-scoped: the request has no namespace, so any namespace's node account.
 NODE_ACCOUNT = "^system:serviceaccount:[^:]+:nodemanager-"
+NODE_CERT = f"^{USER_PREFIX}[^:]+:[^:]+$"
 NODE_FIELDS = (
     "metadata.labels", "metadata.annotations", "metadata.finalizers", "metadata.ownerReferences",
     "spec.taints", "spec.podCIDR", "spec.podCIDRs", "spec.providerID",
 )  # fmt: skip
+
+
+def _own_node(account: str, before_name: str) -> str:
+    user = "request.userInfo.username"
+    return (
+        f"({user}.matches('{account}') && {user}.endsWith('{before_name}' + object.metadata.name))"
+    )
 
 
 def nodes_policy() -> list[dict[str, Any]]:
@@ -300,8 +322,8 @@ def nodes_policy() -> list[dict[str, Any]]:
         [_rule("", ["nodes"], ["CREATE", "UPDATE", "DELETE"])],
         [
             {
-                "expression": "request.operation == 'UPDATE' && request.userInfo.username"
-                ".endsWith(':nodemanager-' + object.metadata.name)",
+                "expression": "request.operation == 'UPDATE' && "
+                f"({_own_node(NODE_ACCOUNT, ':nodemanager-')} || {_own_node(NODE_CERT, ':')})",
                 "message": "a node may only update the Kubernetes Node of its own name",
             },
             {
@@ -309,7 +331,8 @@ def nodes_policy() -> list[dict[str, Any]]:
                 "message": "a node may only change spec.unschedulable of its Kubernetes Node",
             },
         ],
-        is_node=f"request.userInfo.username.matches('{NODE_ACCOUNT}')",
+        is_node=f"request.userInfo.username.matches('{NODE_ACCOUNT}') || "
+        f"request.userInfo.username.matches('{NODE_CERT}')",
     )
 
 

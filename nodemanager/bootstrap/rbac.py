@@ -31,6 +31,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nodemanager.api import nodecert
 from nodemanager.bootstrap.policy import (
     GROUP,
     KEEP_LABEL,
@@ -80,13 +81,30 @@ def _role(name: str, namespace: str, rules: list[dict[str, Any]]) -> dict[str, A
     }
 
 
-def _binding(name: str, namespace: str, sa: str) -> dict[str, Any]:
+def subjects(hostname: str, namespace: str, certificate: bool) -> list[dict[str, Any]]:
+    """Who the node is: its ServiceAccount (tokens) and, with ``certificate``, the user of its
+    client certificate (`bootstrap --certificate`). `revoke` deletes the bindings naming them."""
+    out: list[dict[str, Any]] = [
+        {"kind": "ServiceAccount", "name": service_account(hostname), "namespace": namespace}
+    ]
+    if certificate:
+        out.append(
+            {
+                "kind": "User",
+                "apiGroup": "rbac.authorization.k8s.io",
+                "name": nodecert.user_name(namespace, hostname),
+            }
+        )
+    return out
+
+
+def _binding(name: str, namespace: str, hostname: str, certificate: bool) -> dict[str, Any]:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "RoleBinding",
         "metadata": {"name": name, "namespace": namespace, "labels": LABELS},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-        "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": namespace}],
+        "subjects": subjects(hostname, namespace, certificate),
     }
 
 
@@ -160,7 +178,35 @@ def leases(hostname: str, namespace: str, lease_groups: Sequence[str]) -> list[d
     ]
 
 
-def _cluster_role(name: str, rules: list[dict[str, Any]], sa: str, ns: str) -> list[dict[str, Any]]:
+def csr_rules() -> list[dict[str, Any]]:
+    """Ask for a client certificate and read the answer (`bootstrap --certificate` as the
+    ServiceAccount, renewals as the certificate's user). ``get`` cannot be narrowed to the
+    node's own requests (their names are random), so a node can read any CSR: subjects and
+    public keys, no secret. No list or watch: the node polls its own by name. Which requests
+    are approved is the fleet controller's decision (controller/csrapprove.py)."""
+    return [
+        {
+            "apiGroups": ["certificates.k8s.io"],
+            "resources": ["certificatesigningrequests"],
+            "verbs": ["create", "get"],
+        }
+    ]
+
+
+def cluster_role_names(hostname: str, namespace: str) -> tuple[str, str]:
+    """(CSR, drain) ClusterRoles of the node: named after the namespace too, since two
+    namespaces may each have a node of this name."""
+    return f"nodemanager-csr-{namespace}-{hostname}", f"nodemanager-drain-{namespace}-{hostname}"
+
+
+def role_names(hostname: str) -> tuple[str, str]:
+    """(node, token) Roles and RoleBindings of the node in its namespace."""
+    return f"nodemanager-node-{hostname}", f"nodemanager-token-{hostname}"
+
+
+def _cluster_role(
+    name: str, rules: list[dict[str, Any]], hostname: str, ns: str, certificate: bool
+) -> list[dict[str, Any]]:
     ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name}
     return [
         {
@@ -174,7 +220,7 @@ def _cluster_role(name: str, rules: list[dict[str, Any]], sa: str, ns: str) -> l
             "kind": "ClusterRoleBinding",
             "metadata": {"name": name, "labels": LABELS},
             "roleRef": ref,
-            "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": ns}],
+            "subjects": subjects(hostname, ns, certificate),
         },
     ]
 
@@ -207,16 +253,23 @@ def manifests(
     lease_groups: Sequence[str] = (),
     drain: bool = False,
     upstream_wireguard: Sequence[str] = (),
+    certificate: bool = False,
 ) -> list[dict[str, Any]]:
     """The Namespace, its guard by this node, and the objects of this node, in apply order; with
     ``node_labels``, also its ManagedNode with those labels approved (CRDs installed first);
-    with ``drain``, the ClusterRole to cordon and drain its Kubernetes Node."""
+    with ``drain``, the ClusterRole to cordon and drain its Kubernetes Node; with
+    ``certificate``, every grant also bound to the node's certificate user, and the ClusterRole
+    to ask for certificates (`bootstrap --certificate`)."""
     sa = service_account(hostname)
+    node_role, token_role = role_names(hostname)
+    csr_role, drain_role = cluster_role_names(hostname, namespace)
     approved = [approved_node(hostname, namespace, node_labels)] if node_labels else []
-    if drain:  # named after the namespace too: two namespaces may each have a node of this name
+    if drain:
         approved += _cluster_role(
-            f"nodemanager-drain-{namespace}-{hostname}", drain_rules(hostname), sa, namespace
+            drain_role, drain_rules(hostname), hostname, namespace, certificate
         )
+    if certificate:
+        approved += _cluster_role(csr_role, csr_rules(), hostname, namespace, certificate)
     return [
         namespace_object(namespace),
         *namespace_guard(namespace, hostname),
@@ -225,15 +278,11 @@ def manifests(
             "kind": "ServiceAccount",
             "metadata": {"name": sa, "namespace": namespace, "labels": LABELS},
         },
+        _role(node_role, namespace, node_rules(hostname, lease_groups, upstream_wireguard)),
+        _binding(node_role, namespace, hostname, certificate),
+        # The node renews its own token, and only its own (its certificate renews by CSR).
         _role(
-            f"nodemanager-node-{hostname}",
-            namespace,
-            node_rules(hostname, lease_groups, upstream_wireguard),
-        ),
-        _binding(f"nodemanager-node-{hostname}", namespace, sa),
-        # The node renews its own token, and only its own.
-        _role(
-            f"nodemanager-token-{hostname}",
+            token_role,
             namespace,
             [
                 {
@@ -244,7 +293,7 @@ def manifests(
                 }
             ],
         ),
-        _binding(f"nodemanager-token-{hostname}", namespace, sa),
+        _binding(token_role, namespace, hostname, certificate=False),
         *leases(hostname, namespace, lease_groups),
         *approved,
     ]

@@ -57,6 +57,12 @@ def _default_node_kubeconfig() -> str:
     help="Also let the node cordon and drain the Kubernetes Node of its name before upgrades "
     "(cluster-wide: list pods, create evictions).",
 )
+@click.option(
+    "--certificate",
+    is_flag=True,
+    help="Also bind every grant to the node's client certificate (user "
+    "nodemanager:node:<namespace>:<host>) and let it ask for one (`bootstrap --certificate`).",
+)
 @output_format_option()
 def rbac(
     hostname: str | None,
@@ -66,6 +72,7 @@ def rbac(
     lease_groups: str,
     upstream_wireguard: str,
     drain: bool,
+    certificate: bool,
     output_format: str,
 ) -> None:
     """Print RBAC objects to apply yourself: `--shared` once, then `--hostname H` per node.
@@ -87,7 +94,7 @@ def rbac(
         raise click.UsageError("; ".join(problems))
     wireguard = [i.strip() for i in upstream_wireguard.split(",") if i.strip()]
     host = (
-        manifests(hostname, namespace, labels(node_labels), groups, drain, wireguard)
+        manifests(hostname, namespace, labels(node_labels), groups, drain, wireguard, certificate)
         if hostname
         else []
     )
@@ -168,6 +175,25 @@ def token(
     show_default=True,
     help="Lifetime of the node's token (at most 720h); the agent renews it at about 80%.",
 )
+@click.option(
+    "--certificate",
+    is_flag=True,
+    help="Make a key on this host and ask for a client certificate (a CSR the fleet "
+    "controller approves) instead of a token; needs `rbac --certificate`.",
+)
+@click.option(
+    "--cert-ttl",
+    default="24h",
+    show_default=True,
+    help="With --certificate: the certificate's lifetime (10m to 168h; it cannot be revoked). "
+    "The agent renews it at about 80%.",
+)
+@click.option(
+    "--approval-timeout",
+    default="15m",
+    show_default=True,
+    help="With --certificate: how long to wait for the request to be approved and signed.",
+)
 def bootstrap(
     bootstrap_kubeconfig: str,
     kubeconfig: str,
@@ -175,11 +201,25 @@ def bootstrap(
     namespace: str,
     hostname: str | None,
     token_ttl: str,
+    certificate: bool,
+    cert_ttl: str,
+    approval_timeout: str,
 ) -> None:
     """Exchange a bootstrap kubeconfig for this node's own, renewable kubeconfig."""
     from nodemanager.bootstrap.credentials import node_kubeconfig, write_kubeconfig
     from nodemanager.host.labels import hostname as this_host
 
+    if certificate:
+        _bootstrap_certificate(
+            bootstrap_kubeconfig,
+            kubeconfig,
+            context,
+            namespace,
+            hostname or this_host(),
+            cert_ttl,
+            approval_timeout,
+        )
+        return
     seconds = _ttl(token_ttl, "--token-ttl")
     text, granted = node_kubeconfig(
         bootstrap_kubeconfig, hostname or this_host(), namespace, seconds, context
@@ -187,6 +227,35 @@ def bootstrap(
     write_kubeconfig(kubeconfig, text)
     click.echo(
         f"wrote {kubeconfig} (valid {granted / 86400:.1f} days); "
+        "the bootstrap kubeconfig can be deleted",
+        err=True,
+    )
+
+
+def _bootstrap_certificate(
+    bootstrap_kubeconfig: str,
+    kubeconfig: str,
+    context: str | None,
+    namespace: str,
+    hostname: str,
+    cert_ttl: str,
+    approval_timeout: str,
+) -> None:
+    from nodemanager.bootstrap.certificate import check_lifetime, request_kubeconfig
+    from nodemanager.bootstrap.credentials import write_kubeconfig
+
+    try:
+        seconds = check_lifetime(duration(cert_ttl), "--cert-ttl")
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--cert-ttl") from None
+    click.echo("asked for a certificate; waiting for its approval", err=True)
+    text, issued = request_kubeconfig(
+        bootstrap_kubeconfig, hostname, namespace, seconds, duration(approval_timeout), context
+    )
+    write_kubeconfig(kubeconfig, text)
+    click.echo(
+        f"wrote {kubeconfig} (certificate for {issued.common_name}, valid "
+        f"{(issued.not_after - issued.not_before) / 3600:.1f} h); "
         "the bootstrap kubeconfig can be deleted",
         err=True,
     )

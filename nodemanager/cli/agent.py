@@ -99,6 +99,15 @@ def run_options(f: F) -> F:
             "spec.pressure.memoryThreshold overrides it.",
         ),
         click.option(
+            "--cert-renew-fraction",
+            type=click.FloatRange(0.01, 0.95),
+            default=0.8,
+            show_default=True,
+            help="With a client certificate (`bootstrap --certificate`): renew it when this "
+            "fraction of its lifetime has passed (counted from its notBefore, which the signer "
+            "backdates five minutes).",
+        ),
+        click.option(
             "--pressure-dir",
             default="/proc/pressure",
             hidden=True,  # tests drive the thresholds through a directory they write
@@ -140,6 +149,7 @@ def run(
     notify_on_change: bool,
     memory_pressure_threshold: float,
     pressure_dir: str,
+    cert_renew_fraction: float,
     log_format: str,
     log_level: str,
 ) -> None:
@@ -148,15 +158,15 @@ def run(
     from nodemanager.playbook.errors import PlaybookError
 
     setup_logging(log_format, "debug" if verbosity(click.get_current_context()) else log_level)
-    from nodemanager.bootstrap.credentials import TokenRenewer
+    from nodemanager.bootstrap.certificate import renewer
     from nodemanager.host.labels import hostname as this_host
     from nodemanager.kube.kubeconfig import exists, loader
 
     if exists(kubeconfig):
         loader(kubeconfig, context)  # a broken kubeconfig fails now, not in every thread later
     # The renewer rewrites the node's own kubeconfig: one file, its current context.
-    renewer = (
-        TokenRenewer(kubeconfig, hostname or this_host(), namespace)
+    own = (
+        renewer(kubeconfig, hostname or this_host(), namespace, cert_renew_fraction)
         if os.path.isfile(kubeconfig) and not context
         else None
     )
@@ -178,7 +188,7 @@ def run(
         pressure_dir=pressure_dir,
         metrics_bind_address=metrics_bind_address,
         health_probe_bind_address=health_probe_bind_address,
-        token_renewer=renewer,
+        token_renewer=own,
     )
     try:
         daemon = Daemon(options)

@@ -45,6 +45,12 @@ from nodemanager.cli.options import api_options, duration
     help="Grant Secret/ConfigMap references through the labels nodes set on themselves "
     "(kubernetes.io/os, kubernetes.io/arch, nodemanager.io/os): any node can then claim them.",
 )
+@click.option(
+    "--approve-node-certificates",
+    is_flag=True,
+    help="Approve nodes' client certificate requests (`bootstrap --certificate`) that are "
+    "exactly what the node may have; needs the ClusterRole in deploy/controller.yaml.",
+)
 @click.option("--metrics-bind-address", default=":8082", show_default=True)
 @click.option("--health-probe-bind-address", default=":8083", show_default=True)
 @click.option(
@@ -68,6 +74,7 @@ def controller(
     sync_period: str,
     manage_access: bool,
     trust_node_labels: bool,
+    approve_node_certificates: bool,
     metrics_bind_address: str,
     health_probe_bind_address: str,
     log_format: str,
@@ -88,6 +95,7 @@ def controller(
         sync_period=duration(sync_period),
         manage_access=manage_access,
         trust_node_labels=trust_node_labels,
+        approve_node_certificates=approve_node_certificates,
         metrics_bind_address=metrics_bind_address,
         health_probe_bind_address=health_probe_bind_address,
         lease_duration=duration(leader_elect_lease_duration),

@@ -19,11 +19,11 @@ from typing import Any
 
 from nodemanager.api import ConfigSet, InvalidObject
 from nodemanager.api.revisions import admitted
-from nodemanager.controller import access, events, liveness, rollout, staging
+from nodemanager.controller import access, csrapprove, events, liveness, rollout, staging
 from nodemanager.controller.retry import Gate
 from nodemanager.controller.serve import ControllerMetrics, serve
 from nodemanager.controller.summary import NodeView, configset_status, differs, progress_only
-from nodemanager.kube import watches
+from nodemanager.kube import csr, watches
 from nodemanager.kube.client import ClientFactory
 from nodemanager.kube.election import LeaderElector
 from nodemanager.kube.errors import KubeError
@@ -61,6 +61,9 @@ class Options:
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
+    # Approve nodes' client certificate requests (controller/csrapprove.py); needs the
+    # ClusterRole of deploy/controller.yaml, so it is opt-in.
+    approve_node_certificates: bool = False
 
 
 def stamp() -> str:
@@ -97,6 +100,13 @@ class Controller:
             self.informers["rolebindings"] = self._informer(
                 watches.ROLEBINDINGS, label_selector=selector
             )
+        self.approver = (
+            csrapprove.Approver(self.clients, self.recorder, opts.namespace)
+            if opts.approve_node_certificates
+            else None
+        )
+        if self.approver:
+            self.informers["csrs"] = self._informer(csr.CSRS)
         identity = opts.identity or f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
         self.elector = (
             LeaderElector(
@@ -147,6 +157,8 @@ class Controller:
         self._sync_liveness(nodes)
         if self.opts.manage_access:
             self._sync_access(configsets, nodes)
+        if self.approver:
+            self.approver.sync(self.informers["csrs"].items())
         self.metrics.syncs.inc()
 
     def _sync_configsets(

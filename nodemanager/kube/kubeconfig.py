@@ -12,6 +12,7 @@ so that commands print one line instead of the client's traceback.
 
 from __future__ import annotations
 
+import base64
 import os
 from pathlib import Path
 from typing import Any
@@ -101,3 +102,42 @@ def token_of(kubeconfig: str, context: str | None = None) -> str | None:
     user = loader(kubeconfig, context)._user
     token = user.safe_get("token") if user is not None else None
     return str(token) if token else None
+
+
+def client_certificate_of(kubeconfig: str, context: str | None = None) -> bytes | None:
+    """The PEM client certificate of the chosen context's user, if it uses one."""
+    user = loader(kubeconfig, context)._user
+    if user is None:
+        return None
+    data = user.safe_get("client-certificate-data")
+    if data:
+        return base64.b64decode(str(data))
+    path = user.safe_get("client-certificate")
+    if path:
+        where = Path(str(path))
+        base = Path(str(getattr(user, "path", "") or paths(kubeconfig)[0])).parent
+        return (where if where.is_absolute() else base / where).read_bytes()
+    return None
+
+
+def document(
+    server: str, ca_data: str, namespace: str, user: str, credentials: dict[str, Any]
+) -> dict[str, Any]:
+    """A one-context kubeconfig for a node: ``credentials`` is its user entry (a token, or a
+    client certificate and key)."""
+    cluster: dict[str, Any] = {"server": server}
+    if ca_data:
+        cluster["certificate-authority-data"] = ca_data
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": user,
+        "clusters": [{"name": "nodemanager", "cluster": cluster}],
+        "users": [{"name": user, "user": credentials}],
+        "contexts": [
+            {
+                "name": user,
+                "context": {"cluster": "nodemanager", "user": user, "namespace": namespace},
+            }
+        ],
+    }

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from nodemanager.api.nodecert import USER_PREFIX
 from nodemanager.kube.client import FIELD_MANAGER, ClientFactory
 from nodemanager.kube.nodes import GROUP, PLURAL, VERSION
 
@@ -122,4 +123,6 @@ def _ask_node_account(clients: ClientFactory, namespace: str) -> bool | None:
     except Exception as e:
         log.info("cannot tell which account the agent runs as: %s", e)
         return None
-    return str(user).startswith(f"system:serviceaccount:{namespace}:nodemanager-")
+    return str(user).startswith(
+        (f"system:serviceaccount:{namespace}:nodemanager-", f"{USER_PREFIX}{namespace}:")
+    )

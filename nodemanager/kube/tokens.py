@@ -131,22 +131,7 @@ def client_for(kubeconfig: str, context: str | None = None) -> client.ApiClient:
 def token_kubeconfig(
     server: str, ca_data: str, namespace: str, user: str, token: str
 ) -> dict[str, Any]:
-    cluster: dict[str, Any] = {"server": server}
-    if ca_data:
-        cluster["certificate-authority-data"] = ca_data
-    return {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "current-context": user,
-        "clusters": [{"name": "nodemanager", "cluster": cluster}],
-        "users": [{"name": user, "user": {"token": token}}],
-        "contexts": [
-            {
-                "name": user,
-                "context": {"cluster": "nodemanager", "user": user, "namespace": namespace},
-            }
-        ],
-    }
+    return kubeconfig_file.document(server, ca_data, namespace, user, {"token": token})
 
 
 def token_of(kubeconfig: str, context: str | None = None) -> str | None:

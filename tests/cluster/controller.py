@@ -22,10 +22,16 @@ ACCOUNT = "fleet-controller"
 
 
 def shipped_rbac(namespace: str) -> list[dict[str, Any]]:
-    """deploy/controller.yaml's ServiceAccount, Role and RoleBinding, moved to ``namespace``."""
+    """deploy/controller.yaml's ServiceAccount, Roles and bindings, moved to ``namespace``
+    (cluster-wide ones renamed after it, so tests in other namespaces keep theirs)."""
     docs = [d for d in yaml.safe_load_all(SHIPPED.read_text()) if d and d["kind"] != "Deployment"]
     for d in docs:
-        d["metadata"]["namespace"] = namespace
+        if d["kind"].startswith("Cluster"):
+            d["metadata"]["name"] += f"-{namespace}"
+            if "roleRef" in d:
+                d["roleRef"]["name"] += f"-{namespace}"
+        else:
+            d["metadata"]["namespace"] = namespace
         for subject in d.get("subjects") or []:
             subject["namespace"] = namespace
     return docs

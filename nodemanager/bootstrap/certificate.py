@@ -1,0 +1,141 @@
+"""`bootstrap --certificate` and the agent's renewals: a client certificate made on the host.
+
+The key is made here, in memory, and only ever written into the node's kubeconfig (0600,
+atomically): it is never sent, never logged. The CertificateSigningRequest carries the public
+half (api/nodecert.py says its one shape), for the kube-apiserver-client signer with a lifetime
+(``expirationSeconds``). The fleet controller approves it when the requester is the node's
+bootstrap ServiceAccount or the node itself (controller/csrapprove.py); kube-controller-manager
+signs it with the cluster CA.
+
+A certificate cannot be revoked before it expires. Lifetimes are short (a day by default, a
+week at most), the agent renews at about 80% of it, and `revoke` removes the node's bindings so
+that a certificate still valid can do nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import random
+import threading
+import time
+
+import yaml
+
+from nodemanager.api import nodecert
+from nodemanager.bootstrap.credentials import Renewer, TokenRenewer
+from nodemanager.fsutil import write_atomic
+from nodemanager.kube import csr, tokens
+from nodemanager.kube import kubeconfig as kubeconfig_file
+
+log = logging.getLogger(__name__)
+RENEW_FRACTION = 0.8
+
+
+def check_lifetime(seconds: float, flag: str) -> int:
+    """The lifetime in whole seconds, or ValueError naming the flag."""
+    if seconds > nodecert.MAX_SECONDS:
+        raise ValueError(f"{flag}: at most {nodecert.MAX_SECONDS // 3600}h (certificates "
+                         "cannot be revoked, so they are short-lived)")  # fmt: skip
+    if seconds < nodecert.MIN_SECONDS:
+        raise ValueError(f"{flag}: at least 10 minutes")
+    return int(seconds)
+
+
+def request_kubeconfig(
+    kubeconfig: str,
+    hostname: str,
+    namespace: str,
+    seconds: int,
+    timeout: float,
+    context: str | None = None,
+    stop: threading.Event | None = None,
+) -> tuple[str, nodecert.Issued]:
+    """A kubeconfig (YAML text) holding a new key and the certificate signed for it, asked for
+    with ``kubeconfig``'s credentials; and what was issued. NotIssued when the request is
+    denied or not signed within ``timeout`` seconds (it stays for an administrator)."""
+    server, ca = tokens.cluster_of(kubeconfig, context)
+    key, request = nodecert.new_request(namespace, hostname)
+    api = tokens.client_for(kubeconfig, context)
+    try:
+        name = csr.submit(
+            api, f"nodemanager-{hostname}-", request, nodecert.SIGNER, nodecert.USAGES, seconds
+        )
+        log.info("submitted CertificateSigningRequest %s; waiting for its certificate", name)
+        cert = csr.wait_certificate(api, name, timeout, stop)
+    finally:
+        api.close()
+    issued = nodecert.Issued.from_pem(cert)
+    user = nodecert.user_name(namespace, hostname)
+    data = kubeconfig_file.document(
+        server,
+        ca,
+        namespace,
+        user,
+        {
+            # Inline, so that one rename replaces the certificate and its key together.
+            "client-certificate-data": base64.b64encode(cert).decode(),
+            "client-key-data": base64.b64encode(key).decode(),
+        },
+    )
+    return yaml.safe_dump(data, sort_keys=False), issued
+
+
+def current(kubeconfig: str) -> nodecert.Issued | None:
+    """The node certificate ``kubeconfig`` authenticates with; None for any other credential."""
+    pem = kubeconfig_file.client_certificate_of(kubeconfig)
+    if pem is None:
+        return None
+    issued = nodecert.Issued.from_pem(pem)
+    return issued if nodecert.node_of(issued.common_name) else None
+
+
+class CertRenewer(Renewer):
+    """Renews the daemon's certificate at about ``fraction`` of its lifetime (a new key, a CSR
+    made with the current certificate), writing the kubeconfig atomically; the client factory
+    picks the new file up without a restart (kube/client.py)."""
+
+    what = "certificate"
+
+    def __init__(
+        self,
+        kubeconfig: str,
+        hostname: str,
+        namespace: str,
+        fraction: float = RENEW_FRACTION,
+        timeout: float = 600.0,
+    ):
+        self.kubeconfig, self.hostname, self.namespace = kubeconfig, hostname, namespace
+        self.fraction, self.timeout = fraction, timeout
+
+    def due_in(self) -> float | None:
+        issued = current(self.kubeconfig)
+        if issued is None:
+            return None  # tokens, exec plugins, an administrator's certificate: not ours
+        # Jitter, so that a fleet bootstrapped at once does not renew at once.
+        return issued.renew_at(self.fraction * random.uniform(0.94, 1.0)) - time.time()
+
+    def renew(self, stop: threading.Event | None = None) -> None:
+        issued = current(self.kubeconfig)
+        assert issued is not None
+        seconds = min(nodecert.MAX_SECONDS, max(nodecert.MIN_SECONDS, issued.requested()))
+        text, new = request_kubeconfig(
+            self.kubeconfig, self.hostname, self.namespace, seconds, self.timeout, stop=stop
+        )
+        write_atomic(self.kubeconfig, text.encode(), mode=0o600)
+        log.info(
+            "renewed the node certificate; valid until %s",
+            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(new.not_after)),
+        )
+
+
+def renewer(
+    kubeconfig: str, hostname: str, namespace: str, fraction: float = RENEW_FRACTION
+) -> CertRenewer | TokenRenewer:
+    """What renews the agent's own credential: its certificate or its token."""
+    try:
+        if current(kubeconfig) is not None:
+            return CertRenewer(kubeconfig, hostname, namespace, fraction)
+    except Exception as e:  # the token renewer reports an unusable file in one line
+        log.debug("no node certificate in %s: %s", kubeconfig, e)
+    return TokenRenewer(kubeconfig, hostname, namespace)

@@ -1,0 +1,175 @@
+"""Approving nodes' client certificates, and saying why a request is left for an administrator.
+
+The model is kube-controller-manager's kubelet approver (``pkg/controller/certificates/approver/
+sarapprove.go``): recognise the one request shape a node makes, then ask the authorizer whether
+the requester may have it. Here a request is a node's when its CommonName is
+``nodemanager:node:<namespace>:<host>`` for this controller's namespace (api/nodecert.py), and
+it is approved only when all of these hold:
+
+- the requester is that node's bootstrap identity (its ServiceAccount, `nodemanager token`) or
+  the node itself renewing (the certificate's own user): never another node, never a third
+  party, not even an administrator (who can approve by hand);
+- the subject is exactly that CommonName and the Organization ``nodemanager:nodes``, with no
+  other attribute and no requested extension (no SANs);
+- the key is EC P-256, the usages exactly digital signature and client auth, and
+  ``expirationSeconds`` is set, between 10 minutes and ``max_seconds``;
+- the requester still holds the node's grant (a SubjectAccessReview: may it update that
+  ManagedNode's status?), so a node removed by `revoke` cannot renew.
+
+Anything else that claims to be a node's stays pending: not denied, since an administrator may
+know better, and an Event on the request says why. Requests for other subjects or signers are
+none of this controller's business and get no Event.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from nodemanager.api import nodecert
+from nodemanager.kube import csr
+from nodemanager.kube.client import ClientFactory
+from nodemanager.kube.errors import KubeError
+from nodemanager.kube.recorder import EventRecorder
+
+log = logging.getLogger(__name__)
+APPROVED_REASON = "NodemanagerAutoApproved"
+GRANT = ("common.nodemanager", "managednodes", "status")  # what only the admitted node may do
+
+
+@dataclass(frozen=True)
+class Decision:
+    host: str
+    approve: bool
+    reason: str  # the Event's reason
+    message: str
+
+
+def _decided(raw: Mapping[str, Any]) -> bool:
+    status = raw.get("status") or {}
+    kinds = {c.get("type") for c in status.get("conditions") or []}
+    return bool(status.get("certificate")) or bool(kinds & {"Approved", "Denied", "Failed"})
+
+
+def _request(raw: Mapping[str, Any]) -> nodecert.CertRequest | None:
+    try:
+        pem = base64.b64decode((raw.get("spec") or {}).get("request") or "")
+        return nodecert.CertRequest.from_pem(pem)
+    except (ValueError, binascii.Error):
+        return None  # the API server validates requests: not one to judge
+
+
+def problems(
+    spec: Mapping[str, Any], req: nodecert.CertRequest, namespace: str, host: str, max_seconds: int
+) -> list[str]:
+    """Why the request is not exactly what node ``host`` may have; empty when it is."""
+    out = []
+    requester = str(spec.get("username") or "")
+    allowed = (nodecert.bootstrap_user(namespace, host), nodecert.user_name(namespace, host))
+    if requester not in allowed:
+        out.append(f"requester {requester!r} is neither node {host}'s ServiceAccount nor the node")
+    if req.organizations != (nodecert.NODES_GROUP,) or req.other_subject:
+        out.append(f"the subject must be the CommonName and O={nodecert.NODES_GROUP} alone")
+    if req.extensions:
+        out.append(f"extensions are not allowed: {', '.join(req.extensions)}")
+    if req.key_type != nodecert.KEY_TYPE:
+        out.append(f"the key is {req.key_type}, not {nodecert.KEY_TYPE}")
+    if not req.signature_valid:
+        out.append("the request's signature is not valid")
+    usages = sorted(spec.get("usages") or [])
+    if usages != sorted(nodecert.USAGES):
+        out.append(f"usages {usages} are not exactly {sorted(nodecert.USAGES)}")
+    seconds = spec.get("expirationSeconds")
+    if not isinstance(seconds, int) or not nodecert.MIN_SECONDS <= seconds <= max_seconds:
+        out.append(
+            f"expirationSeconds {seconds} is not between {nodecert.MIN_SECONDS} and {max_seconds}"
+        )
+    return out
+
+
+def decide(raw: Mapping[str, Any], namespace: str, max_seconds: int) -> Decision | None:
+    """The decision on one request, before the authorizer is asked; None when it is not a
+    pending node request of ``namespace``."""
+    spec = raw.get("spec") or {}
+    if spec.get("signerName") != nodecert.SIGNER or _decided(raw):
+        return None
+    req = _request(raw)
+    node = nodecert.node_of(req.common_name) if req else None
+    if req is None or node is None or node[0] != namespace:
+        return None
+    host = node[1]
+    found = problems(spec, req, namespace, host, max_seconds)
+    if found:
+        return Decision(host, False, "CertificateNotApproved", "; ".join(found))
+    return Decision(host, True, APPROVED_REASON, f"a client certificate for node {host}")
+
+
+class Approver:
+    """Approves what ``decide`` allows and the authorizer confirms; each request is judged
+    once per resourceVersion, so a pending one gets one Event, not one per sync."""
+
+    def __init__(
+        self,
+        clients: ClientFactory,
+        recorder: EventRecorder,
+        namespace: str,
+        max_seconds: int = nodecert.MAX_SECONDS,
+    ) -> None:
+        self.clients, self.recorder, self.namespace = clients, recorder, namespace
+        self.max_seconds = max_seconds
+        self._seen: dict[str, str] = {}  # name -> resourceVersion judged
+
+    def sync(self, requests: list[dict[str, Any]]) -> None:
+        live = {r["metadata"]["name"] for r in requests}
+        self._seen = {n: v for n, v in self._seen.items() if n in live}
+        for raw in requests:
+            meta = raw["metadata"]
+            if self._seen.get(meta["name"]) == meta.get("resourceVersion"):
+                continue
+            decision = decide(raw, self.namespace, self.max_seconds)
+            try:
+                if decision is not None:
+                    self._act(raw, decision)
+                self._seen[meta["name"]] = str(meta.get("resourceVersion"))
+            except KubeError as e:  # judged again next sync
+                log.warning("CertificateSigningRequest %s: %s", meta["name"], e)
+
+    def _act(self, raw: dict[str, Any], decision: Decision) -> None:
+        spec = raw["spec"]
+        if decision.approve and not csr.may(
+            self.clients.get(),
+            spec["username"],
+            spec.get("groups") or [],
+            "update",
+            GRANT,
+            self.namespace,
+            decision.host,
+        ):
+            decision = Decision(
+                decision.host,
+                False,
+                "CertificateNotApproved",
+                f"requester {spec['username']!r} no longer holds node {decision.host}'s grant "
+                "(revoked, or `rbac --certificate` not applied)",
+            )
+        if decision.approve:
+            csr.approve(self.clients.get(), raw, decision.reason, decision.message)
+        name = raw["metadata"]["name"]
+        log.info("CertificateSigningRequest %s: %s: %s", name, decision.reason, decision.message)
+        self.recorder.record(
+            {
+                "apiVersion": "certificates.k8s.io/v1",
+                "kind": "CertificateSigningRequest",
+                "name": name,
+                "uid": raw["metadata"].get("uid", ""),
+            },
+            "CertificateApproved" if decision.approve else decision.reason,
+            decision.message
+            if decision.approve
+            else f"left for an administrator: {decision.message}",
+            warning=not decision.approve,
+        )

@@ -1,0 +1,104 @@
+"""The approver's decision on each request shape (controller/csrapprove.py ``decide``)."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from nodemanager.api import nodecert
+from nodemanager.controller.csrapprove import decide
+
+NS, HOST = "fleet", "web-1"
+BOOTSTRAP = f"system:serviceaccount:{NS}:nodemanager-{HOST}"
+
+
+def raw(request: bytes, username: str = BOOTSTRAP, **spec) -> dict:
+    return {
+        "metadata": {"name": "r", "resourceVersion": "1"},
+        "spec": {
+            "request": base64.b64encode(request).decode(),
+            "signerName": nodecert.SIGNER,
+            "usages": list(nodecert.USAGES),
+            "expirationSeconds": 3600,
+            "username": username,
+            **spec,
+        },
+    }
+
+
+def node_request(host: str = HOST, namespace: str = NS) -> bytes:
+    return nodecert.new_request(namespace, host)[1]
+
+
+@pytest.mark.parametrize("username", [BOOTSTRAP, f"nodemanager:node:{NS}:{HOST}"])
+def test_the_node_or_its_bootstrap_identity_asking_for_exactly_its_certificate(username):
+    decision = decide(raw(node_request(), username), NS, nodecert.MAX_SECONDS)
+    assert decision is not None and decision.approve and decision.host == HOST
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"username": f"system:serviceaccount:{NS}:nodemanager-web-2"}, "neither node web-1"),
+        ({"username": "nodemanager:node:fleet:web-2"}, "neither node web-1"),
+        ({"username": "admin"}, "neither node web-1"),
+        ({"usages": [*nodecert.USAGES, "server auth"]}, "usages"),
+        ({"usages": ["client auth"]}, "usages"),
+        ({"expirationSeconds": nodecert.MAX_SECONDS + 1}, "expirationSeconds"),
+        ({"expirationSeconds": None}, "expirationSeconds"),
+    ],
+)
+def test_anything_else_is_left_pending_with_the_reason(change, why):
+    spec = raw(node_request())
+    spec["spec"].update(change)
+    decision = decide(spec, NS, nodecert.MAX_SECONDS)
+    assert decision is not None and not decision.approve
+    assert why in decision.message
+
+
+def _request(*attributes: x509.NameAttribute, san: bool = False, curve=None) -> bytes:
+    key = ec.generate_private_key(curve or ec.SECP256R1())
+    builder = x509.CertificateSigningRequestBuilder().subject_name(x509.Name(list(attributes)))
+    if san:
+        builder = builder.add_extension(
+            x509.SubjectAlternativeName([x509.DNSName("evil")]), critical=False
+        )
+    return builder.sign(key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
+
+
+CN = x509.NameAttribute(NameOID.COMMON_NAME, f"nodemanager:node:{NS}:{HOST}")
+O_NODES = x509.NameAttribute(NameOID.ORGANIZATION_NAME, nodecert.NODES_GROUP)
+
+
+@pytest.mark.parametrize(
+    ("request_pem", "why"),
+    [
+        (_request(CN, O_NODES, x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:masters")),
+         "subject"),
+        (_request(CN), "subject"),
+        (_request(CN, O_NODES, san=True), "extensions"),
+        (_request(CN, O_NODES, curve=ec.SECP384R1()), "EC P-384"),
+    ],
+)  # fmt: skip
+def test_a_wider_request_in_the_nodes_name_is_left_pending(request_pem, why):
+    decision = decide(raw(request_pem), NS, nodecert.MAX_SECONDS)
+    assert decision is not None and not decision.approve and why in decision.message
+
+
+def test_requests_of_other_subjects_signers_or_namespaces_are_not_ours():
+    other = _request(x509.NameAttribute(NameOID.COMMON_NAME, "alice"))
+    assert decide(raw(other, "alice"), NS, nodecert.MAX_SECONDS) is None
+    assert decide(raw(node_request(namespace="other")), NS, nodecert.MAX_SECONDS) is None
+    kubelet = raw(node_request(), signerName="kubernetes.io/kube-apiserver-client-kubelet")
+    assert decide(kubelet, NS, nodecert.MAX_SECONDS) is None
+
+
+def test_a_decided_request_is_not_judged_again():
+    done = raw(node_request())
+    done["status"] = {"conditions": [{"type": "Denied", "status": "True"}]}
+    assert decide(done, NS, nodecert.MAX_SECONDS) is None
