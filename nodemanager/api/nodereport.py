@@ -87,6 +87,9 @@ class NodeReport:
     entries: Mapping[str, ConfigSetEntry]
     conditions: Mapping[str, Condition] = field(default_factory=dict)
     problems: tuple[Problem, ...] = field(default=())
+    # status.fencing.armed: the node says its watchdog is open. The controller fences only
+    # such a node (a host whose watchdog never armed is not reset: its pods must stay).
+    armed: bool = False
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> NodeReport:
@@ -150,6 +153,10 @@ def _conditions(raw: Any) -> dict[str, Condition]:
     return out
 
 
+def _armed(raw: Any) -> bool:
+    return isinstance(raw, Mapping) and raw.get("armed") is True
+
+
 def parse_report(raw: Mapping[str, Any]) -> NodeReport:
     meta = raw.get("metadata") or {}
     name = str(meta.get("name", ""))
@@ -173,6 +180,7 @@ def parse_report(raw: Mapping[str, Any]) -> NodeReport:
         entries,
         _conditions(status.get("conditions")),
         tuple(problems),
+        _armed(status.get("fencing")),
     )
 
 

@@ -5,8 +5,9 @@ every write by a node's account (``system:serviceaccount:<ns>:nodemanager-<host>
 client certificate's user ``nodemanager:node:<ns>:<host>``, api/nodecert.py) also passes these
 policies, one per resource:
 
-- ManagedNodes: only its own; never ``spec`` (not even on create), finalizers or
-  ownerReferences; only the labels the agent manages, with values that can be true of it, plus
+- ManagedNodes: only its own; never ``spec`` (not even on create), finalizers,
+  ownerReferences or the maintenance annotation (fencing: api/fencing.py); only the labels the
+  agent manages, with values that can be true of it, plus
   ``agent.nodemanager.io/*``; a status whose addresses, keys, ports and fingerprints are
   well-formed (the CRD schema says the same: this is the second lock when an older CRD is in
   place).
@@ -27,6 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from nodemanager.api.duration import MAX_LEASE_SECONDS
+from nodemanager.api.fencing import MAINTENANCE
 from nodemanager.api.nodecert import USER_PREFIX
 from nodemanager.api.nodestatus import (
     MAX_CONFIGSETS,
@@ -127,6 +129,19 @@ def _same(field: str, empty: str) -> str:
     return f"{new} == {old}"
 
 
+def _annotation_kept(key: str) -> str:
+    """The annotation ``key`` is neither added, changed nor removed (create: absent)."""
+    new = f"(has(object.metadata.annotations) && '{key}' in object.metadata.annotations)"
+    old = (
+        "(request.operation == 'UPDATE' && has(oldObject.metadata.annotations) && "
+        f"'{key}' in oldObject.metadata.annotations)"
+    )
+    return (
+        f"{new} == {old} && (!{new} || "
+        f"object.metadata.annotations['{key}'] == oldObject.metadata.annotations['{key}'])"
+    )
+
+
 def _status_rules() -> str:
     """Well-formed status data: what other nodes' templates will render into their files."""
     s = "object.status"
@@ -203,6 +218,10 @@ def managednode_policy() -> list[dict[str, Any]]:
                 + " && "
                 + _same("metadata.ownerReferences", "[]"),
                 "message": "finalizers and ownerReferences are set by administrators, not by nodes",
+            },
+            {
+                "expression": _annotation_kept(MAINTENANCE),
+                "message": f"the annotation {MAINTENANCE} is set by administrators, not by nodes",
             },
             {
                 "expression": f"{labels}.all(k, {own} || (k in {old_labels} && "

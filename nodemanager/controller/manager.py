@@ -20,6 +20,7 @@ from typing import Any
 from nodemanager.api import ConfigSet, InvalidObject
 from nodemanager.api.revisions import admitted
 from nodemanager.controller import access, csrapprove, events, liveness, rollout, staging
+from nodemanager.controller.fencing import Fencer
 from nodemanager.controller.retry import Gate
 from nodemanager.controller.serve import ControllerMetrics, serve
 from nodemanager.controller.summary import NodeView, configset_status, differs, progress_only
@@ -84,6 +85,7 @@ class Controller:
         )
         self.fleet = FleetClient(self.clients, opts.namespace)
         self.recorder = EventRecorder(self.clients, opts.namespace, "nodemanager-controller")
+        self.fencer = Fencer(self.clients, self.fleet, self.recorder, self.metrics.writes)
         self.informers = {
             "configsets": self._informer(watches.CONFIGSETS),
             "managednodes": self._informer(watches.MANAGEDNODES),
@@ -364,6 +366,7 @@ class Controller:
             self._stale_written[name] = rv
             self.metrics.writes.labels("node_ready_unknown").inc()
         self._lease_seen = seen
+        self.fencer.sync(nodes, leases, lambda n: mono - max(seen[n][1], blind_until), mono)
 
     def _sync_access(self, configsets: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> None:
         revisions = {r["metadata"]["name"]: r for r in self.informers["revisions"].items()}

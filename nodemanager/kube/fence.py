@@ -17,6 +17,7 @@ from nodemanager.kube.client import ClientFactory
 from nodemanager.kube.errors import translate
 
 log = logging.getLogger(__name__)
+POD_DELETED, NODE_DELETED = "FencedPodDeleted", "FencedNodeDeleted"
 
 
 def fence(clients: ClientFactory, name: str, report: Callable[[str, str], None]) -> list[str]:
@@ -38,10 +39,10 @@ def fence(clients: ClientFactory, name: str, report: Callable[[str, str], None])
                     raise
                 continue
             deleted.append(ref)
-            report("FencedPodDeleted", f"deleted pod {ref} of fenced Kubernetes Node {name}")
+            report(POD_DELETED, f"deleted pod {ref} of fenced Kubernetes Node {name}")
         try:
             core.delete_node(name)
-            report("FencedNodeDeleted", f"deleted Kubernetes Node {name}")
+            report(NODE_DELETED, f"deleted Kubernetes Node {name}")
         except ApiException as e:
             if e.status != 404:
                 raise

@@ -30,6 +30,17 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def involved(obj: Mapping[str, Any], kind: str) -> dict[str, str]:
+    """The reference an Event names for one of our objects (raw, as the cache holds it)."""
+    meta = obj["metadata"]
+    return {
+        "apiVersion": obj.get("apiVersion", "common.nodemanager/v1"),
+        "kind": kind,
+        "name": meta["name"],
+        "uid": meta.get("uid", ""),
+    }
+
+
 class EventRecorder:
     def __init__(
         self, clients: ClientFactory, namespace: str, component: str, host: str | None = None

@@ -1,20 +1,18 @@
-"""The controller's fencing on the real API server with Node and pod objects: the decision for
-a fenced node whose Lease expired past the timeout, never in maintenance; then its pods are
-deleted before its Node, each reported, and pods of other Nodes are left alone."""
+"""kube/fence.py on the real API server with Node and pod objects: a fenced node's pods are
+deleted before its Node, each reported, and pods of other Nodes are left alone. (The decision
+is tests/unit/controller/test_fencing.py; the controller end to end, test_fencing_controller.)"""
 
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime, timedelta
 
 from kubernetes import client
 
-from nodemanager.controller.fencing import MAINTENANCE, due
 from nodemanager.kube.client import ClientFactory
 from nodemanager.kube.fence import fence
 
 
-def test_fence_deletes_bound_pods_then_node_only_when_lease_expired_and_not_in_maintenance(
+def test_fence_deletes_the_pods_bound_to_the_node_then_the_node_and_nothing_else(
     api_client, kubeconfig, namespace
 ):
     core = client.CoreV1Api(api_client)
@@ -32,14 +30,6 @@ def test_fence_deletes_bound_pods_then_node_only_when_lease_expired_and_not_in_m
                 ),
             ),
         )
-    now = datetime.now(UTC)
-    managed = {"metadata": {"name": host}, "spec": {"fencing": {"enabled": True, "timeout": "60s"}}}
-    assert not due(managed, now - timedelta(seconds=30), now)  # within the timeout
-    assert not due({**managed, "spec": {}}, now - timedelta(hours=1), now)  # not opted in
-    in_maintenance = {**managed, "metadata": {"name": host, "annotations": {MAINTENANCE: "x"}}}
-    assert not due(in_maintenance, now - timedelta(hours=1), now)
-    assert due(managed, now - timedelta(seconds=61), now)
-
     events: list[tuple[str, str]] = []
     try:
         deleted = fence(ClientFactory(kubeconfig), host, lambda r, m: events.append((r, m)))

@@ -1,0 +1,58 @@
+"""The controller's fencing decision (pure): opted in, armed, not in maintenance, and the Lease
+seen unchanged for its duration plus the fencing timeout on the controller's clock."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from nodemanager.api.fencing import MAINTENANCE, Fencing
+from nodemanager.controller.fencing import due
+
+LEASE = {"spec": {"renewTime": "2026-01-01T00:00:00.000000Z", "leaseDurationSeconds": 40}}
+
+
+def node(fencing: Any = None, armed: Any = True, annotations: Any = None) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "n1", **({"annotations": annotations} if annotations else {})},
+        "spec": {"fencing": fencing} if fencing is not None else {},
+        "status": {"fencing": {"armed": armed}},
+    }
+
+
+ON = {"enabled": True, "timeoutSeconds": 30}
+
+
+def test_due_once_the_lease_is_unchanged_for_its_duration_plus_the_timeout():
+    assert due(node(ON), LEASE, 70) == ""  # 40 + 30: not past it yet
+    why = due(node(ON), LEASE, 70.5)
+    assert "lease 40 s + fencing timeout 30 s" in why and "2026-01-01T00:00:00" in why
+
+
+def test_the_default_timeout_is_60_seconds():
+    assert Fencing.of(node({"enabled": True})) == Fencing(True, 60)
+    assert due(node({"enabled": True}), LEASE, 100) == ""
+    assert due(node({"enabled": True}), LEASE, 101)
+
+
+@pytest.mark.parametrize(
+    "n, lease",
+    [
+        (node(None), LEASE),  # not opted in
+        (node({"enabled": False, "timeoutSeconds": 30}), LEASE),
+        (node(ON, armed=False), LEASE),  # its watchdog never armed: the host may be running
+        (node(ON, armed="true"), LEASE),  # only a real boolean counts
+        (node(ON, annotations={MAINTENANCE: ""}), LEASE),  # maintenance, any value
+        (node(ON), None),  # no Lease at all: nothing ever renewed
+        (node({"enabled": True, "timeoutSeconds": 5}), LEASE),  # below the CRD's minimum
+        (node({"enabled": True, "timeoutSeconds": "30"}), LEASE),  # an older CRD let it in
+        (node({"enabled": "yes"}), LEASE),
+    ],
+    ids=[
+        "not-opted-in", "disabled", "not-armed", "armed-not-bool", "maintenance", "no-lease",
+        "timeout-below-minimum", "timeout-a-string", "enabled-not-bool",
+    ],
+)  # fmt: skip
+def test_never_due(n, lease):
+    assert due(n, lease, 10_000) == ""
