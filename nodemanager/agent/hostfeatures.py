@@ -16,16 +16,18 @@ import os
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nodemanager.agent.grouplocks import GroupLocks, groups_to_lock
-from nodemanager.agent.upgrade import Upgrader
 from nodemanager.api import File
 from nodemanager.api.nodereport import set_condition
 from nodemanager.desired.templates import Rendered
 from nodemanager.host.backups import BackupStore, Version
 from nodemanager.host.wgkeys import KeyStore, WireGuardKeyError, with_managed_key
 from nodemanager.playbook.build import Plan
+
+if TYPE_CHECKING:  # the upgrader brings the kubernetes client: `apply -f` needs neither
+    from nodemanager.agent.upgrade import Upgrader
 
 log = logging.getLogger(__name__)
 STATUS_BACKUPS_MAX = 256  # newest entries in status.fileBackups; every backup stays on disk

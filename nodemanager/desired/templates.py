@@ -21,16 +21,15 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
-
-import jinja2
-import jinja2.nodes
-from jinja2.sandbox import SandboxedEnvironment
+from typing import TYPE_CHECKING, Any
 
 from nodemanager.api import File, Node, Ref
 from nodemanager.desired.merge import DesiredState, Resource
 from nodemanager.desired.redact import scrub
 from nodemanager.desired.sandbox import BudgetSpent, JobFailed, Limits, run_limited
+
+if TYPE_CHECKING:  # Jinja2 itself only when a template renders (desired/jinja.py)
+    from jinja2.sandbox import SandboxedEnvironment
 
 
 @dataclass(frozen=True)
@@ -86,40 +85,11 @@ def _hex(value: str | bytes | Binary) -> str:
     return _bytes(value).hex()
 
 
-class _Sandbox(SandboxedEnvironment):
-    """Jinja's sandbox with repetition and powers computed only when a template renders.
+@functools.cache
+def _env() -> SandboxedEnvironment:
+    from nodemanager.desired import jinja
 
-    Jinja folds constant expressions while it compiles, and its introspection compiles too:
-    ``{{ 'x' * (15 * 10 ** 8) }}`` was evaluated by the agent itself (67 MB to 4.3 GB) before
-    any limit of the render child applied. Intercepted operators are never folded (Jinja's
-    ``BinExpr.as_const``), so they run in the child under its limits, and there a result past
-    the output limit is refused before it is built."""
-
-    intercepted_binops = frozenset({"*", "**", "%"})
-    max_result = 16 * 2**20  # sandbox.Limits.output_bytes: larger could never be written
-
-    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-        if operator == "*":
-            for seq, times in ((left, right), (right, left)):
-                if isinstance(seq, str | bytes | list | tuple) and isinstance(times, int):
-                    if len(seq) * times > self.max_result:
-                        raise jinja2.exceptions.SecurityError(
-                            f"repetition: output over the limit of {self.max_result} bytes"
-                        )
-        if operator == "**" and isinstance(right, int) and abs(right) > 4096:
-            raise jinja2.exceptions.SecurityError("power with an exponent past 4096")
-        return super().call_binop(context, operator, left, right)
-
-
-def _environment() -> SandboxedEnvironment:
-    env = _Sandbox(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
-    env.filters["b64decode"] = _b64decode
-    env.filters["b64encode"] = _b64encode
-    env.filters["hex"] = _hex
-    return env
-
-
-_ENV = _environment()
+    return jinja.environment({"b64decode": _b64decode, "b64encode": _b64encode, "hex": _hex})
 
 
 def _merge_refs(
@@ -162,18 +132,14 @@ def render_file(f: File, data: TemplateData) -> Rendered:
         raise TemplateError(f.path, str(e.args[0])) from None
     node = {**_node_view(data.node), "secrets": secrets, "configmaps": configmaps}
     nodes = [_node_view(n) for n in sorted(data.nodes, key=lambda n: n.name)]
+    from nodemanager.desired import jinja
+
     try:
-        text = _ENV.from_string(f.template or "").render(node=node, nodes=nodes)
-    except jinja2.TemplateSyntaxError as e:
-        message = f"template syntax error line {e.lineno}: {e.message}"
-    except jinja2.UndefinedError as e:
-        message = f"undefined in template: {e.message}"
-    except jinja2.exceptions.SecurityError as e:
-        message = f"template not allowed: {e}"
+        text = jinja.render(_env(), f.template or "", node=node, nodes=nodes)
     except MemoryError:
         message = "template over the memory limit"
     except Exception as e:  # filters on bad input (b64decode of text), arithmetic on strings...
-        message = f"template failed: {type(e).__name__}: {e}"
+        message = jinja.error_message(e) or f"template failed: {type(e).__name__}: {e}"
     else:
         return Rendered(text, secret=bool(f.secret_refs))
     # Messages go to status and Events: never with a Secret value in them.
@@ -188,11 +154,9 @@ def names_read(template: str) -> frozenset[str]:
     Only parsed, never compiled: jinja2.meta's introspection generates code, which folds
     constants in this process. A name the template also sets itself counts as read, which can
     only mean rendering again when it did not need to."""
-    try:
-        tree = _ENV.parse(template)
-    except jinja2.TemplateSyntaxError:
-        return frozenset()
-    return frozenset(n.name for n in tree.find_all(jinja2.nodes.Name) if n.ctx == "load")
+    from nodemanager.desired import jinja
+
+    return jinja.names_loaded(_env(), template)
 
 
 def _digest(value: object) -> str:
@@ -235,6 +199,7 @@ class Renderer:
         fresh: dict[str, Rendered | TemplateError] = {}
         retry: dict[str, TemplateError] = {}
         if missing:
+            _env()  # Jinja2 loaded here, once: the forked render child inherits it
             jobs = [_job(files[i], data) for i in missing]
             for i, out in zip(missing, run_limited(jobs, self.limits), strict=True):
                 f = files[i]

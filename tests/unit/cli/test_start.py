@@ -33,3 +33,33 @@ def test_no_heavy_import_without_the_api(args):
         check=True,
     )
     assert json.loads(proc.stderr.splitlines()[-1]) == []
+
+
+def test_local_commands_load_no_cluster_client_nor_jinja(tmp_path):
+    """`render -f` and `apply -f` of a ConfigSet without templates: YAML is read, but neither the
+    kubernetes client (the agent's upgrader, metrics) nor Jinja2 nor ansible-runner is loaded."""
+    target = tmp_path / "motd"
+    cs = tmp_path / "cs.yaml"
+    cs.write_text(
+        json.dumps(
+            {
+                "apiVersion": "common.nodemanager/v1",
+                "kind": "ConfigSet",
+                "metadata": {"name": "start"},
+                "spec": {"selector": {}, "files": [{"path": str(target), "content": "hi\n"}]},
+            }
+        )
+    )
+    heavy = [m for m in HEAVY if m != "yaml"]
+    for args in (
+        ["render", "-f", str(cs), "--os", "debian"],
+        ["apply", "-f", str(cs), "--state-dir", str(tmp_path / "state")],
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-c", PROBE % (heavy,), json.dumps(args)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert json.loads(proc.stderr.splitlines()[-1]) == [], args
+    assert target.read_text() == "hi\n"  # apply really ran
