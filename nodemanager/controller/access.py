@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nodemanager.api import ConfigSet
+from nodemanager.controller.effects import Outcome, Write
 from nodemanager.desired.select import matches
 from nodemanager.host.labels import MANAGED_KEYS
 
@@ -149,3 +150,26 @@ def normalised(rules_: Any) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def reconcile(
+    node: Mapping[str, Any],
+    applied: Sequence[ConfigSet],
+    current: Mapping[str, Any] | None,
+    bound: bool,
+    namespace: str,
+    *,
+    trust_node_labels: bool = False,
+) -> Outcome:
+    """One node's Role (read access to what ``applied``, the ConfigSets it applies, reference)
+    and RoleBinding; ``current`` is its Role in the cache, ``bound`` whether its binding is."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    if not trust_node_labels:
+        labels = trusted(labels)
+    wanted = rules(*references(applied, labels))
+    effects = []
+    if current is None or normalised(current.get("rules")) != wanted:
+        effects.append(Write("role", "put_role", (role(node, namespace, wanted),)))
+    if not bound:
+        effects.append(Write("rolebinding", "create_binding", (binding(node, namespace),)))
+    return Outcome(tuple(effects))

@@ -9,13 +9,19 @@ of its own ManagedNode, and ``Unknown`` differs from what it computes).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from nodemanager.api.nodereport import parse_report, set_condition
+from nodemanager.controller.effects import Fleet, Outcome
 
 REASON = "NodeStatusUnknown"
 DEFAULT_LEASE_SECONDS = 40
+# A Lease read that took longer than this came from a server that was hanging: the agents could
+# not renew either, so what it shows is no proof the node is gone.
+SLOW_READ = 10.0
 
 
 def expired(lease: Mapping[str, Any] | None, unchanged_for: float) -> str | None:
@@ -64,3 +70,52 @@ def stale_conditions(
         unknown["observedGeneration"] = int((node.get("metadata") or {}).get("generation") or 0)
     current = (node.get("status") or {}).get("conditions")
     return set_condition(current if isinstance(current, list) else [], unknown, now)
+
+
+@dataclass(frozen=True)
+class MarkUnknown:
+    """Ready=Unknown, after one read of the Lease: a cache behind a busy API server must not
+    get a live node marked, so a renewal since ``renew_time`` makes this a no-op, and so does
+    a read slower than ``SLOW_READ`` (the server just came back from a hang)."""
+
+    node: str
+    resource_version: str  # the patch fails (409) if the agent wrote its status since
+    conditions: list[dict[str, Any]]
+    renew_time: str
+    message: str
+    what: str = "node_ready_unknown"
+    probe: bool = False  # only read: the first answer after a hang proves nothing either
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False, compare=False)
+
+    def apply(self, fleet: Fleet) -> bool:
+        started = self.clock()
+        fresh = fleet.get_lease(self.node)
+        if self.probe or renewed(fresh, self.renew_time) or self.clock() - started > SLOW_READ:
+            return False
+        fleet.patch_node_conditions(self.node, self.resource_version, self.conditions)
+        return True
+
+
+def reconcile(
+    node: Mapping[str, Any],
+    lease: Mapping[str, Any] | None,
+    unchanged_for: float,
+    marked_at: str | None,
+    now: str,
+    *,
+    probe: bool = False,
+) -> Outcome:
+    """One node's liveness: Ready=Unknown once its Lease has been unchanged for longer than its
+    duration (``unchanged_for``, the controller's clock). ``marked_at`` is the node's
+    resourceVersion this controller last marked it at (nothing to do again until it changes);
+    ``probe``: the API server did not answer lately, only read the Lease (an answer ends it)."""
+    message = expired(lease, unchanged_for)
+    version = str(node["metadata"].get("resourceVersion", ""))
+    if message is None or marked_at == version:
+        return Outcome()
+    conditions = stale_conditions(node, message, now)
+    if conditions is None:
+        return Outcome()
+    name = node["metadata"]["name"]
+    mark = MarkUnknown(name, version, conditions, renew_time(lease), message, probe=probe)
+    return Outcome((mark,))

@@ -1,33 +1,41 @@
 """The controller loop: informers mark the fleet dirty; one sync at most every sync period.
 
-A sync recomputes everything from the caches (level-triggered) and writes only what differs:
-ConfigSet status (so a burst of node reports is one write per ConfigSet per period), stale
-nodes' Ready condition, per-node Roles. Informers run on every replica, so a standby that wins
-the election starts from a warm cache; only the leader writes.
+A sync recomputes everything from the caches (level-triggered): one reconcile function per
+kind of object (configsets.reconcile, liveness.reconcile, access.reconcile, staging.prune's
+admissions) returns an Outcome, and ``Controller._handle`` alone turns it into writes, Events,
+metrics and that object's retry schedule (retry.py: Temporary errors back off per object,
+Permanent ones wait for the object to change). Only what differs is written: ConfigSet status
+(so a burst of node reports is one write per ConfigSet per period), stale nodes' Ready
+condition, per-node Roles. Informers run on every replica, so a standby that wins the election
+starts from a warm cache; only the leader writes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from nodemanager.api import ConfigSet, InvalidObject
 from nodemanager.api.revisions import admitted
-from nodemanager.controller import access, csrapprove, events, liveness, rollout, staging
+from nodemanager.controller import access, csrapprove, effects, events, liveness, rollout, staging
+from nodemanager.controller.configsets import Memory, Settings
+from nodemanager.controller.configsets import reconcile as reconcile_configset
+from nodemanager.controller.effects import Applied, Outcome, Write
 from nodemanager.controller.fencing import Fencer
 from nodemanager.controller.retry import Gate
 from nodemanager.controller.serve import ControllerMetrics, serve
-from nodemanager.controller.summary import NodeView, configset_status, differs, progress_only
+from nodemanager.controller.summary import NodeView
 from nodemanager.kube import csr, watches
 from nodemanager.kube.client import ClientFactory
 from nodemanager.kube.election import LeaderElector
-from nodemanager.kube.errors import KubeError
 from nodemanager.kube.fleet import FleetClient
 from nodemanager.kube.informer import Informer, Kind
 from nodemanager.kube.recorder import EventRecorder
@@ -123,20 +131,17 @@ class Controller:
             if opts.leader_elect
             else None
         )
-        # What this replica wrote and the cache may not show yet, so a lagging watch never
-        # causes a second identical write.
-        self._written: dict[str, dict[str, Any]] = {}
+        self._configsets = Memory()  # what ConfigSet reconciles remember between syncs
+        self._settings = Settings(opts.namespace, opts.progress_period, opts.sync_period)
         self._stale_written: dict[str, str] = {}  # node -> resourceVersion the write was based on
         self._warned: set[tuple[str, str, str]] = set()  # (node, field, resourceVersion)
-        self._ready_marked: dict[tuple[str, str, str], str] = {}  # (configset, node, revision)
-        # ConfigSet -> (revision, updated nodes, when that last changed): progress deadlines
-        self._progress: dict[str, tuple[str, int, float]] = {}
-        self._retry = Gate()  # per-ConfigSet backoff of failed rollout steps
+        self._retry = Gate()  # per-object backoff: "ConfigSet/web", "ManagedNode/n1", ...
         self._lease_seen: dict[str, tuple[str, float]] = {}  # node -> (renewTime, first seen)
-        self._targets: dict[str, str] = {}  # ConfigSet -> revision its rollout last aimed at
-        self._rolling = False  # a rollout waits on time (minReadySeconds): sync every tick
-        self._written_at: dict[str, float] = {}  # ConfigSet -> when its status was last written
-        self._deferred = False  # a progress-only status write waits: sync again next tick
+        self._wake_at = float("inf")  # the earliest requeue_after of the last sync
+        self._keys: set[str] = set()  # the objects the current sync reconciled
+        # When a request of ours last got no answer, or one only after a hang
+        self._unanswered_at = float("-inf")
+        self._failing = False  # the last request got no answer: marks wait for one that does
 
     def _informer(self, kind: Kind, **kwargs: Any) -> Informer:
         return Informer(
@@ -149,116 +154,115 @@ class Controller:
     # -- one sync ------------------------------------------------------------------------
 
     def sync(self) -> None:
-        """Recompute everything from the caches and write what differs."""
+        """Reconcile every object from the caches; write what differs (effects.apply)."""
         nodes = self.informers["managednodes"].items()
         configsets = self.informers["configsets"].items()
-        self._sync_configsets(configsets, nodes)
-        for node, name in staging.prune(self.fleet, configsets, nodes):
-            log.info("ManagedNode %s: admission to %s removed", node, name)
-            self.metrics.writes.labels("admission_pruned").inc()
+        self._wake_at = float("inf")
+        self._keys = set()
+        views = [NodeView.from_dict(n) for n in nodes]
+        self._warn_invalid(nodes, views)
+        self._sync_configsets(configsets, nodes, views)
+        self._prune(configsets, nodes)
         self._sync_liveness(nodes)
         if self.opts.manage_access:
             self._sync_access(configsets, nodes)
         if self.approver:
             self.approver.sync(self.informers["csrs"].items())
+        self._retry.retain(self._keys)
         self.metrics.syncs.inc()
 
-    def _sync_configsets(
-        self, configsets: list[dict[str, Any]], nodes: list[dict[str, Any]]
-    ) -> None:
-        views = [NodeView.from_dict(n) for n in nodes]
-        self._warn_invalid(nodes, views)
-        now = stamp()
-        self._rolling = self._deferred = False
-        for raw in configsets:
-            try:
-                self._sync_configset(raw, nodes, views, now)
-            except Exception:
-                # One ConfigSet's surprise (a bug, odd data) must not stop the others' status.
-                log.exception("ConfigSet %s: sync failed", raw["metadata"].get("name"))
-                self.dirty.set()
-        self._rolling = self._rolling or self._retry.waiting()  # wake when a backoff ends
-
-    def _sync_configset(
-        self, raw: dict[str, Any], nodes: list[dict[str, Any]], views: list[NodeView], now: str
-    ) -> None:
-        name = raw["metadata"]["name"]
-        cached = raw.get("status") or {}
-        written = self._written.get(name)
-        if written is not None and not differs(written, cached):
-            del self._written[name]  # the cache caught up
-            written = None
-        base = {**raw, "status": written if written is not None else cached}
-        settings = rollout.Rollout.of(raw.get("spec") or {})
-        notes: list[events.Note] = []
-        if settings is None:
-            wanted = configset_status(base, views, now=now)
-        else:
-            version, mono = raw["metadata"].get("resourceVersion", ""), time.monotonic()
-            if not self._retry.ready(name, version, mono):
-                return  # backing off (or a permanent error until the ConfigSet changes)
-            try:
-                step = self._rollout(raw, settings, nodes)
-            except KubeError as e:
-                delay = self._retry.failed(name, version, e, mono)
-                log.warning(
-                    "ConfigSet %s: rollout step failed (retry in %.0f s): %s", name, delay, e
-                )
-                return
-            self._retry.succeeded(name)
-            held = bool((raw.get("spec") or {}).get("paused")) or bool(step.halted)
-            stalled = self._stalled(name, settings, step, held)
-            wanted = configset_status(
-                base,
-                views,
-                now=now,
-                extra=step.extra,
-                counts=step.counts,
-                halted=step.halted,
-                stalled=stalled,
-            )
-            # An unfinished rollout needs a sync when its deadline passes, not only on change.
-            self._rolling = self._rolling or bool(step.counts.pending and not stalled and not held)
-            notes = step.notes
-            self._rolling = self._rolling or (
-                settings.min_ready_seconds > 0 and step.extra["unavailable"] > 0
-            )
-        if differs(wanted, base["status"]) and self._progress_waits(name, wanted, base):
-            self._deferred = True
-        elif differs(wanted, base["status"]):
-            try:
-                self.fleet.patch_configset_status(name, wanted)
-            except KubeError as e:
-                if e.status != 404:  # 404: deleted since the cache saw it
-                    log.warning("ConfigSet %s: status write failed: %s", name, e)
-                    self.dirty.set()
-                self._record(raw, notes)
-                return
-            self._written[name] = wanted
-            self._written_at[name] = time.monotonic()
-            self.metrics.writes.labels("configset_status").inc()
-            # Transitions only from a status actually written: a failed write is retried
-            # and must not say it twice.
-            notes = notes + events.transitions(base["status"], wanted)
-        self._record(raw, notes)
-
-    def _stalled(
-        self, name: str, settings: rollout.Rollout, step: staging.Outcome, held: bool
-    ) -> str:
-        """The ProgressDeadlineExceeded message once no node got updated for the deadline (the
-        controller's clock; a restart gives the rollout a whole deadline again)."""
-        mark = (str(step.extra["updateRevision"]), len(step.counts.updated))
-        prior = self._progress.get(name)
+    def _handle(
+        self,
+        key: str,
+        version: str,
+        reconcile: Outcome | Callable[[], Outcome],
+        done: Callable[[Outcome, Applied], None] | None = None,
+    ) -> Applied | None:
+        """The one place a reconcile's outcome becomes writes, Events, metrics, logs and the
+        object's retry schedule (controller-runtime's reconcileHandler). ``version`` is the
+        object's resourceVersion: a Permanent error is not retried until it changes."""
+        self._keys.add(key)
         mono = time.monotonic()
-        if prior is None or prior[:2] != mark or not step.counts.pending or held:
-            self._progress[name] = (*mark, mono)
-            return ""
-        if mono - prior[2] < settings.progress_deadline_seconds:
-            return ""
-        return (
-            f"no node updated for {settings.progress_deadline_seconds}s; "
-            f"waiting for {events.names(step.counts.pending)}"
+        if not self._retry.ready(key, version, mono):
+            return None  # backing off (or a permanent error until the object changes)
+        try:
+            outcome = reconcile if isinstance(reconcile, Outcome) else reconcile()
+        except Exception as e:
+            # A bug or data nobody expected: the other objects go on, this one backs off.
+            log.exception("%s: reconcile failed", key)
+            self._retry.failed(key, version, e, mono)
+            return None
+        result = effects.apply(outcome, self.fleet, self._event)
+        self._answers(result, time.monotonic() - mono)
+        for effect in result.done:
+            self.metrics.writes.labels(effect.what).inc()
+        if result.error is not None:
+            delay = self._retry.failed(key, version, result.error, mono)
+            failed = outcome.effects[len(result.done) + len(result.skipped)]
+            when = "when it changes" if delay == float("inf") else f"in {delay:.1f} s"
+            log.warning("%s: %s failed (retry %s): %s", key, failed.what, when, result.error)
+        else:
+            self._retry.succeeded(key)
+            if done is not None:
+                done(outcome, result)
+        if outcome.requeue_after is not None:
+            self._wake_at = min(self._wake_at, mono + outcome.requeue_after)
+        return result
+
+    def _answers(self, result: Applied, took: float) -> None:
+        """Whether the API server answers: no answer, or one after a hang, starts blind time
+        for liveness that ends with the first prompt answer after it (what the caches show
+        may be that old, and the agents could not renew their Leases either)."""
+        if (result.error is not None and result.error.status == 0) or took > liveness.SLOW_READ:
+            self._unanswered_at, self._failing = time.monotonic(), True
+        elif self._failing and (result.done or result.skipped or result.error is not None):
+            self._unanswered_at, self._failing = time.monotonic(), False
+
+    def _sync_configsets(
+        self, configsets: list[dict[str, Any]], nodes: list[dict[str, Any]], views: list[NodeView]
+    ) -> None:
+        revisions = self.informers["revisions"].items()
+        now = stamp()
+        for raw in configsets:
+            meta = raw["metadata"]
+            name = meta["name"]
+
+            def one(raw: dict[str, Any] = raw) -> Outcome:
+                return reconcile_configset(
+                    raw,
+                    views,
+                    nodes,
+                    revisions,
+                    self._configsets,
+                    self._settings,
+                    now=now,
+                    mono=time.monotonic(),
+                )
+
+            def remember(outcome: Outcome, _: Applied, name: str = name) -> None:
+                self._configsets.applied(name, outcome, time.monotonic())
+
+            self._handle(f"ConfigSet/{name}", str(meta.get("resourceVersion", "")), one, remember)
+
+    def _prune(self, configsets: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> None:
+        """Admissions of deleted, unstaged or unselected ConfigSets, one object each."""
+        deferred = effects.Deferred()
+        pruned = staging.prune(deferred, configsets, nodes)
+        versions = {n["metadata"]["name"]: n["metadata"].get("resourceVersion", "") for n in nodes}
+        for (node, name), effect in zip(pruned, deferred.effects, strict=True):
+            result = self._handle(
+                f"Admission/{node}/{name}",
+                str(versions.get(node, "")),
+                Outcome((effect,)),
+            )
+            if result is not None and result.done:
+                log.info("ManagedNode %s: admission to %s removed", node, name)
+
+    def _event(self, involved: Mapping[str, Any], note: events.Note) -> None:
+        self.recorder.record(
+            involved, note.reason, note.message, key=note.key, warning=note.warning
         )
+        self.metrics.writes.labels("event").inc()
 
     def _warn_invalid(self, nodes: list[dict[str, Any]], views: list[NodeView]) -> None:
         """One Warning Event per bad field of a node's status (per version of the node): the
@@ -272,99 +276,51 @@ class Controller:
                 if key in self._warned:
                     continue
                 log.warning("ManagedNode %s: %s is invalid; skipped", problem.node, problem.field)
-                involved = {
-                    "apiVersion": raw.get("apiVersion", "common.nodemanager/v1"),
-                    "kind": "ManagedNode",
-                    "name": meta["name"],
-                    "uid": meta.get("uid", ""),
-                }
                 note = events.invalid_status(problem.node, problem.field)
-                self.recorder.record(
-                    involved, note.reason, note.message, key=note.key, warning=True
-                )
-                self.metrics.writes.labels("event").inc()
+                self._event(effects.involved(raw, "ManagedNode"), note)
         self._warned = warned
-
-    def _progress_waits(self, name: str, wanted: dict[str, Any], base: dict[str, Any]) -> bool:
-        since = time.monotonic() - self._written_at.get(name, float("-inf"))
-        return since < self.opts.progress_period and progress_only(wanted, base["status"])
-
-    def _record(self, raw: dict[str, Any], notes: list[events.Note]) -> None:
-        meta = raw["metadata"]
-        involved = {
-            "apiVersion": raw.get("apiVersion", "common.nodemanager/v1"),
-            "kind": "ConfigSet",
-            "name": meta["name"],
-            "uid": meta.get("uid", ""),
-        }
-        for note in notes:
-            self.recorder.record(
-                involved, note.reason, note.message, key=note.key, warning=note.warning
-            )
-            self.metrics.writes.labels("event").inc()
-
-    def _rollout(
-        self, raw: dict[str, Any], settings: rollout.Rollout, nodes: list[dict[str, Any]]
-    ) -> staging.Outcome:
-        name = raw["metadata"]["name"]
-        revisions = [
-            r
-            for r in self.informers["revisions"].items()
-            if (r["metadata"].get("labels") or {}).get(rollout.CONFIGSET_LABEL) == name
-        ]
-        last = self._targets.get(name) or (raw.get("status") or {}).get("updateRevision")
-        step = staging.sync(
-            self.fleet,
-            self.opts.namespace,
-            raw,
-            settings,
-            nodes,
-            revisions,
-            last,
-            self._ready_marked,
-        )
-        self._targets[name] = step.extra["updateRevision"]
-        return step
 
     def _sync_liveness(self, nodes: list[dict[str, Any]]) -> None:
         leases = {lease["metadata"]["name"]: lease for lease in self.informers["leases"].items()}
         mono, now = time.monotonic(), stamp()
-        # Time the Lease cache was blind (its watch failing: an API outage, agents unable to
-        # renew either) does not count: after it, every node gets a whole lease to renew.
-        blind_until = self.informers["leases"].failed_at
+        # Time the Lease cache was blind (its watch failing, or our own requests unanswered: an
+        # API outage or a hung server, agents unable to renew either) does not count: after
+        # it, every node gets a whole lease to renew.
+        blind_until = max(self.informers["leases"].failed_at, self._unanswered_at)
         budget = mono + self.opts.liveness_budget
         seen: dict[str, tuple[str, float]] = {}
         for node in nodes:
-            name, rv = node["metadata"]["name"], node["metadata"].get("resourceVersion", "")
+            name = node["metadata"]["name"]
             lease = leases.get(name)
             record = liveness.renew_time(lease)
             prior = self._lease_seen.get(name)
             seen[name] = prior if prior and prior[0] == record else (record, mono)
-            message = liveness.expired(lease, mono - max(seen[name][1], blind_until))
-            if message is None or self._stale_written.get(name) == rv:
+            unchanged = mono - max(seen[name][1], blind_until)
+            outcome = liveness.reconcile(
+                # Until the server answers again, only probe whether it does.
+                node,
+                lease,
+                unchanged,
+                self._stale_written.get(name),
+                now,
+                probe=self._failing,
+            )
+            if not outcome.effects or time.monotonic() > budget:
+                self._keys.add(f"ManagedNode/{name}")
+                continue  # over budget: the rest wait for the next pass, a second later
+            result = self._handle(
+                f"ManagedNode/{name}",
+                str(node["metadata"].get("resourceVersion", "")),
+                outcome,
+            )
+            if result is None:
                 continue
-            conditions = liveness.stale_conditions(node, message, now)
-            if conditions is None or time.monotonic() > budget:
-                continue
-            try:
-                # The cache may lag behind a busy API server: a renewal it has not shown yet
-                # must not mark a live node. One read of the Lease per candidate confirms it.
-                fresh = self.fleet.get_lease(name)
-                self.metrics.lease_reads.inc()
-                if liveness.renewed(fresh, record):
-                    # Seen from now: this sync's start may be long past on a busy server.
-                    seen[name] = (liveness.renew_time(fresh), time.monotonic())
-                    continue
-                self.fleet.patch_node_conditions(name, rv, conditions)
-            except KubeError as e:
-                if e.status in (404, 409):
-                    self.dirty.set()  # the agent (or a delete) got there first: recompute
-                    continue
-                log.warning("ManagedNode %s: cannot mark Ready=Unknown: %s", name, e)
-                continue
-            log.info("ManagedNode %s: Ready=Unknown (%s)", name, message)
-            self._stale_written[name] = rv
-            self.metrics.writes.labels("node_ready_unknown").inc()
+            self.metrics.lease_reads.inc(len(result.done) + len(result.skipped))
+            if result.skipped:  # renewed since the cache showed it (or a hang): seen from now
+                seen[name] = (record, time.monotonic())
+            elif result.done:
+                log.info("ManagedNode %s: Ready=Unknown (%s)", name, _message(outcome))
+                self._stale_written[name] = str(node["metadata"].get("resourceVersion", ""))
         self._lease_seen = seen
         self.fencer.sync(nodes, leases, lambda n: mono - max(seen[n][1], blind_until), mono)
 
@@ -392,29 +348,25 @@ class Controller:
         bindings = {b["metadata"]["name"] for b in self.informers["rolebindings"].items()}
         wanted_names = set()
         for node in nodes:
-            meta = node["metadata"]
-            name = access.role_name(meta["name"])
+            name = access.role_name(node["metadata"]["name"])
             wanted_names.add(name)
-            labels = meta.get("labels") or {}
-            if not self.opts.trust_node_labels:
-                labels = access.trusted(labels)
-            wanted = access.rules(*access.references(applied_by(node), labels))
-            try:
-                current = roles.get(name)
-                if current is None or access.normalised(current.get("rules")) != wanted:
-                    self.fleet.put_role(access.role(node, self.opts.namespace, wanted))
-                    self.metrics.writes.labels("role").inc()
-                if name not in bindings:
-                    self.fleet.create_binding(access.binding(node, self.opts.namespace))
-                    self.metrics.writes.labels("rolebinding").inc()
-            except KubeError as e:
-                log.warning("Role %s: write failed: %s", name, e)
-                self.dirty.set()
+            outcome = access.reconcile(
+                node,
+                applied_by(node),
+                roles.get(name),
+                name in bindings,
+                self.opts.namespace,
+                trust_node_labels=self.opts.trust_node_labels,
+            )
+            # Retried when the node or what it should be granted changes.
+            version = f"{node['metadata'].get('resourceVersion', '')}/{_digest(outcome)}"
+            self._handle(f"Role/{name}", version, outcome)
         for name in (set(roles) | bindings) - wanted_names:  # the node is gone
-            try:
-                self.fleet.delete_rbac(name)
-            except KubeError as e:
-                log.warning("Role %s: delete failed: %s", name, e)
+            self._handle(
+                f"Role/{name}",
+                "deleted",
+                Outcome((Write("rbac_deleted", "delete_rbac", (name,)),)),
+            )
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -457,7 +409,8 @@ class Controller:
                 log.info("leading: syncing the fleet")
                 was_leading = True
             idle = time.monotonic() - last_sync < self.opts.resync_period
-            waiting = self._rolling or self._deferred
+            due = min(self._wake_at, self._retry.next_due() or float("inf"))
+            waiting = due <= time.monotonic()
             if not changed and was_leading and last_sync and not waiting and idle:
                 self._sync_liveness(self.informers["managednodes"].items())
                 continue
@@ -482,3 +435,13 @@ class Controller:
     def shutdown(self) -> None:
         self.stop.set()
         self.dirty.set()
+
+
+def _message(outcome: Outcome) -> str:
+    mark = outcome.effects[0] if outcome.effects else None
+    return mark.message if isinstance(mark, liveness.MarkUnknown) else ""
+
+
+def _digest(outcome: Outcome) -> str:
+    """A short fingerprint of what an outcome writes (a permanent failure waits for a change)."""
+    return hashlib.sha256(repr(outcome.effects).encode()).hexdigest()[:12]

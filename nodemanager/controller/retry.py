@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from nodemanager.backoff import Backoff
-from nodemanager.kube.errors import KubeError, Permanent
+from nodemanager.kube.errors import Permanent
 
 
 @dataclass
@@ -30,8 +30,9 @@ class Gate:
             self.succeeded(name)  # changed since: a prompt try, not the old schedule's tail
         return now >= self._until.get(name, float("-inf"))
 
-    def failed(self, name: str, version: str, error: KubeError, now: float) -> float:
-        """Record a failure; the seconds until the next try (inf: until the object changes)."""
+    def failed(self, name: str, version: str, error: Exception, now: float) -> float:
+        """Record a failure; the seconds until the next try (inf: until the object changes).
+        Anything but a ``Permanent`` API error (a timeout, a conflict, a bug) backs off."""
         if isinstance(error, Permanent):
             self._blocked[name] = version
             return float("inf")
@@ -47,3 +48,13 @@ class Gate:
     def waiting(self) -> bool:
         """Whether some object waits for a time (the loop must sync again then)."""
         return bool(self._until)
+
+    def retain(self, live: set[str]) -> None:
+        """Forget objects not in ``live`` (deleted: no retry is due for them)."""
+        for name in set(self._backoffs) | set(self._until) | set(self._blocked):
+            if name not in live:
+                self.succeeded(name)
+
+    def next_due(self) -> float | None:
+        """When the earliest backoff ends (the caller's clock), None when none waits."""
+        return min(self._until.values(), default=None)

@@ -1,4 +1,5 @@
-"""Drives staged rollouts through the API: revisions, admissions, and the rollout's counts."""
+"""Staged rollouts step by step: revisions, admissions, and the rollout's counts. The writes are
+collected in a ``Deferred`` (effects.py) and sent by the controller after the step."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodemanager.controller import events, rollout
+from nodemanager.controller.effects import Deferred
 from nodemanager.controller.summary import Counts, NodeView
 from nodemanager.desired.select import matches, selector_only
 from nodemanager.kube.errors import KubeError
-from nodemanager.kube.fleet import FleetClient
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ class _Ready:
     clock (a node's may be wrong), kept in the node's spec (nodes cannot write it) so agent and
     controller restarts, metadata edits and pause/resume do not restart minReadySeconds."""
 
-    fleet: FleetClient
+    fleet: Deferred
     configset: str
     target: str
     wanted: bool  # minReadySeconds > 0: only then is the time worth a write
@@ -68,7 +69,7 @@ class _Ready:
 
 
 def sync(
-    fleet: FleetClient,
+    fleet: Deferred,
     namespace: str,
     cs: Mapping[str, Any],
     settings: rollout.Rollout,
@@ -164,7 +165,7 @@ def sync(
 
 
 def _trim(
-    fleet: FleetClient,
+    fleet: Deferred,
     name: str,
     mine: Mapping[str, int],
     target: str,
@@ -184,7 +185,7 @@ def _trim(
 
 
 def prune(
-    fleet: FleetClient, configsets: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]]
+    fleet: Deferred, configsets: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]]
 ) -> list[tuple[str, str]]:
     """Remove admissions of ConfigSets that are gone or no longer staged, and of nodes that left
     the selector: coming back is then a change through the budget, never a stale admission."""

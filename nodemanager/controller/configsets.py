@@ -1,0 +1,137 @@
+"""Reconcile one ConfigSet from the caches: its status, and for a staged one its rollout step.
+
+``reconcile`` reads the ConfigSet, the parsed ManagedNodes and its ControllerRevisions and
+returns an ``Outcome`` (effects.py): the rollout's writes (revisions, admissions, ready marks,
+collected from staging.py through ``Deferred``), then the status write, with the Events they
+earn. It never calls the API server. ``Memory`` is what the controller remembers between syncs;
+all of it is rebuilt after a restart (a whole progress deadline again, the status read back).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodemanager.controller import events, rollout, staging
+from nodemanager.controller.effects import Deferred, Effect, Outcome, Write, involved
+from nodemanager.controller.summary import NodeView, configset_status, differs, progress_only
+
+
+@dataclass
+class Memory:
+    # What this replica wrote and the cache may not show yet, so a lagging watch never causes
+    # a second identical write; when it was written (progress writes are spaced).
+    written: dict[str, dict[str, Any]] = field(default_factory=dict)
+    written_at: dict[str, float] = field(default_factory=dict)
+    # ConfigSet -> (revision, updated nodes, when that last changed): progress deadlines
+    progress: dict[str, tuple[str, int, float]] = field(default_factory=dict)
+    targets: dict[str, str] = field(default_factory=dict)  # revision the rollout last aimed at
+    ready_marked: dict[tuple[str, str, str], str] = field(default_factory=dict)
+
+    def applied(self, name: str, outcome: Outcome, mono: float) -> None:
+        """Remember the status ``outcome`` wrote (call once its effects are done)."""
+        for effect in outcome.effects:
+            if isinstance(effect, Write) and effect.method == "patch_configset_status":
+                self.written[name] = effect.args[1]
+                self.written_at[name] = mono
+
+
+@dataclass(frozen=True)
+class Settings:
+    namespace: str
+    progress_period: float  # progress-only status writes at most this often
+    requeue: float  # how soon to look again when a rollout waits on time
+
+
+def reconcile(
+    raw: Mapping[str, Any],
+    views: Sequence[NodeView],
+    nodes: Sequence[Mapping[str, Any]],
+    revisions: Sequence[Mapping[str, Any]],
+    memory: Memory,
+    settings: Settings,
+    *,
+    now: str,
+    mono: float,
+) -> Outcome:
+    """The writes and Events that bring one ConfigSet's rollout and status up to date."""
+    name = raw["metadata"]["name"]
+    cached = raw.get("status") or {}
+    written = memory.written.get(name)
+    if written is not None and not differs(written, cached):
+        del memory.written[name]  # the cache caught up
+        written = None
+    base = {**raw, "status": written if written is not None else cached}
+    staged = rollout.Rollout.of(raw.get("spec") or {})
+    effects: list[Effect] = []
+    notes: list[events.Note] = []
+    waits = False  # on time: minReadySeconds, a progress deadline
+    if staged is None:
+        wanted = configset_status(base, views, now=now)
+    else:
+        deferred = Deferred()
+        mine = [r for r in revisions if _owner(r) == name]
+        last = memory.targets.get(name) or cached.get("updateRevision")
+        step = staging.sync(
+            deferred, settings.namespace, raw, staged, nodes, mine, last, memory.ready_marked
+        )
+        memory.targets[name] = step.extra["updateRevision"]
+        effects.extend(deferred.effects)
+        held = bool((raw.get("spec") or {}).get("paused")) or bool(step.halted)
+        stalled = _stalled(memory, name, staged, step, held, mono)
+        wanted = configset_status(
+            base,
+            views,
+            now=now,
+            extra=step.extra,
+            counts=step.counts,
+            halted=step.halted,
+            stalled=stalled,
+        )
+        notes.extend(step.notes)
+        waits = bool(step.counts.pending and not stalled and not held) or (
+            staged.min_ready_seconds > 0 and step.extra["unavailable"] > 0
+        )
+    if differs(wanted, base["status"]):
+        since = mono - memory.written_at.get(name, float("-inf"))
+        if since < settings.progress_period and progress_only(wanted, base["status"]):
+            waits = True  # a progress-only write waits: every agent's watch receives each one
+        else:
+            effects.append(Write("configset_status", "patch_configset_status", (name, wanted)))
+            # Transitions only from a status actually written: the Events are recorded after
+            # the effects, and not at all when a write failed (it is retried).
+            notes.extend(events.transitions(base["status"], wanted))
+    return Outcome(
+        tuple(effects),
+        tuple(notes),
+        involved(raw, "ConfigSet"),
+        settings.requeue if waits else None,
+    )
+
+
+def _owner(revision: Mapping[str, Any]) -> str | None:
+    return (revision["metadata"].get("labels") or {}).get(rollout.CONFIGSET_LABEL)
+
+
+def _stalled(
+    memory: Memory,
+    name: str,
+    settings: rollout.Rollout,
+    step: staging.Outcome,
+    held: bool,
+    mono: float,
+) -> str:
+    """The ProgressDeadlineExceeded message once no node got updated for the deadline (the
+    controller's clock; a restart gives the rollout a whole deadline again)."""
+    mark = (str(step.extra["updateRevision"]), len(step.counts.updated))
+    prior = memory.progress.get(name)
+    if prior is None or prior[:2] != mark or not step.counts.pending or held:
+        memory.progress[name] = (*mark, mono)
+        return ""
+    if mono - prior[2] < settings.progress_deadline_seconds:
+        return ""
+    return (
+        f"no node updated for {settings.progress_deadline_seconds}s; "
+        f"waiting for {events.names(step.counts.pending)}"
+    )
