@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodemanager.controller import events, rollout, staging
-from nodemanager.controller.effects import Deferred, Effect, Outcome, Write, involved
+from nodemanager.controller.effects import Deferred, Effect, Outcome, Write
 from nodemanager.controller.summary import NodeView, configset_status, differs, progress_only
+from nodemanager.kube.recorder import involved
 
 
 @dataclass

@@ -138,14 +138,3 @@ class Deferred:
 
     def mark_ready(self, node: str, field: str, configset: str, revision: str, since: str) -> None:
         self._add("ready_marked", "mark_ready", node, field, configset, revision, since)
-
-
-def involved(raw: Mapping[str, Any], kind: str) -> dict[str, Any]:
-    """The object reference an Event about ``raw`` names."""
-    meta = raw["metadata"]
-    return {
-        "apiVersion": raw.get("apiVersion", "common.nodemanager/v1"),
-        "kind": kind,
-        "name": meta["name"],
-        "uid": meta.get("uid", ""),
-    }

@@ -38,7 +38,7 @@ from nodemanager.kube.client import ClientFactory
 from nodemanager.kube.election import LeaderElector
 from nodemanager.kube.fleet import FleetClient
 from nodemanager.kube.informer import Informer, Kind
-from nodemanager.kube.recorder import EventRecorder
+from nodemanager.kube.recorder import EventRecorder, involved
 
 log = logging.getLogger(__name__)
 LEADER_LEASE = "nodemanager-controller"
@@ -277,7 +277,7 @@ class Controller:
                     continue
                 log.warning("ManagedNode %s: %s is invalid; skipped", problem.node, problem.field)
                 note = events.invalid_status(problem.node, problem.field)
-                self._event(effects.involved(raw, "ManagedNode"), note)
+                self._event(involved(raw, "ManagedNode"), note)
         self._warned = warned
 
     def _sync_liveness(self, nodes: list[dict[str, Any]]) -> None:
@@ -322,7 +322,8 @@ class Controller:
                 log.info("ManagedNode %s: Ready=Unknown (%s)", name, _message(outcome))
                 self._stale_written[name] = str(node["metadata"].get("resourceVersion", ""))
         self._lease_seen = seen
-        self.fencer.sync(nodes, leases, lambda n: mono - max(seen[n][1], blind_until), mono)
+        if not self._failing:  # a server that does not answer proves no host is gone
+            self.fencer.sync(nodes, leases, lambda n: mono - max(seen[n][1], blind_until), mono)
 
     def _sync_access(self, configsets: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> None:
         revisions = {r["metadata"]["name"]: r for r in self.informers["revisions"].items()}

@@ -14,7 +14,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from nodemanager.kube.client import ClientFactory
-from nodemanager.kube.errors import translate
+from nodemanager.kube.errors import KUBE_ERRORS, translate
 
 log = logging.getLogger(__name__)
 POD_DELETED, NODE_DELETED = "FencedPodDeleted", "FencedNodeDeleted"
@@ -46,7 +46,7 @@ def fence(clients: ClientFactory, name: str, report: Callable[[str, str], None])
         except ApiException as e:
             if e.status != 404:
                 raise
-    except ApiException as e:
+    except KUBE_ERRORS as e:  # no answer (a hung server) too: a KubeError, never raw
         raise translate(e) from e
     log.warning("fenced Kubernetes Node %s: %d pods deleted", name, len(deleted))
     return deleted

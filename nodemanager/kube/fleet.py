@@ -16,7 +16,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from nodemanager.kube.client import ClientFactory
-from nodemanager.kube.errors import translate
+from nodemanager.kube.errors import KUBE_ERRORS, translate
 from nodemanager.kube.nodes import GROUP, VERSION
 
 CONTROLLER_MANAGER = "nodemanager-controller"
@@ -75,8 +75,8 @@ class FleetClient:
             lease = self._custom().get_namespaced_custom_object(
                 "coordination.k8s.io", "v1", self.namespace, "leases", name
             )
-        except ApiException as e:
-            if e.status == 404:
+        except KUBE_ERRORS as e:  # no answer (a hung server) too: a KubeError, never raw
+            if isinstance(e, ApiException) and e.status == 404:
                 return None
             raise translate(e) from e
         return cast(dict[str, Any], lease)
