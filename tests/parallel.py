@@ -1,10 +1,11 @@
 """Run the suites that share nothing side by side: `make test`'s pytest step.
 
 The fleet in a box (tests/e2e) spends most of its 13 minutes waiting (a token's shortest
-lifetime is 10 minutes, machines boot, reboot), not computing, and so does the controller's
-hung-API-server test (5 minutes of a SIGSTOPped kube-apiserver); the rest of the suite is the
-other way round. Each suite starts its own control plane on free ports and its machines under
-unique names, so running them at once shares no state and takes about the longest of them.
+lifetime is 10 minutes, machines boot, reboot), not computing; so do the controller's
+hung-API-server test (5 minutes of a SIGSTOPped kube-apiserver) and the cluster tests (the API
+server and agents). The host tests (unit, integration) are the other way round. Each suite
+starts its own control plane on free ports and its machines under unique names, so running them
+at once shares no state and takes about the longest of them.
 
 The first suite streams to the terminal; the others go to build/test-<suite>.log, printed after
 it. The last line counts every suite's tests from their JUnit reports, in the plain form CI
@@ -24,7 +25,8 @@ BUILD = ROOT / "build"
 # name -> pytest arguments; the first one streams to the terminal
 HANG = "tests/cluster/test_controller_hang.py"  # 5 minutes of a SIGSTOPped API server
 SUITES = {
-    "main": ["tests", "--ignore=tests/e2e", f"--ignore={HANG}"],
+    "main": ["tests", "--ignore=tests/e2e", "--ignore=tests/cluster"],
+    "cluster": ["tests/cluster", f"--ignore={HANG}"],
     "e2e": ["tests/e2e"],
     "hang": [HANG],
 }
