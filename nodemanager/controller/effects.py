@@ -41,6 +41,7 @@ class Fleet(Protocol):
     def mark_ready(
         self, node: str, field: str, configset: str, revision: str, since: str
     ) -> None: ...
+    def fence(self, node: str, report: Callable[[str, str], None]) -> None: ...
 
 
 @dataclass(frozen=True)

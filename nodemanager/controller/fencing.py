@@ -13,27 +13,20 @@ maintenance, an agent stopped cleanly that said so) is never fenced: its host ma
 
 Each node is fenced once per Lease record (its renewTime): nothing again until the agent comes
 back and renews. A restarted controller looks again; nothing is left to delete, so no Event.
+A fencing that fails is retried for that node with the controller's per-object backoff, and
+not at all while the API server does not answer (a hung server proves no host is gone).
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
-
-from prometheus_client import Counter
 
 from nodemanager.api.fencing import Fencing, in_maintenance
 from nodemanager.api.nodereport import parse_report
 from nodemanager.controller import liveness
-from nodemanager.kube.client import ClientFactory
-from nodemanager.kube.errors import KubeError
-from nodemanager.kube.fence import POD_DELETED, fence
-from nodemanager.kube.fleet import FleetClient
-from nodemanager.kube.recorder import EventRecorder, involved
-
-log = logging.getLogger(__name__)
-RETRY = 10.0  # seconds before a failed fencing is tried again
+from nodemanager.controller.effects import Fleet, Outcome
 
 
 def due(node: Mapping[str, Any], lease: Mapping[str, Any] | None, unchanged_for: float) -> str:
@@ -55,63 +48,39 @@ def due(node: Mapping[str, Any], lease: Mapping[str, Any] | None, unchanged_for:
     )
 
 
-class Fencer:
-    """Called with every liveness pass; fences each due node once per Lease record."""
+@dataclass(frozen=True)
+class Fence:
+    """Delete the pods and the Kubernetes Node of ``node``, after one read of its Lease: the
+    cache may lag, and a renewal it has not shown yet means the host is alive (a no-op)."""
 
-    def __init__(
-        self, clients: ClientFactory, fleet: FleetClient, recorder: EventRecorder, writes: Counter
-    ) -> None:
-        self.clients, self.fleet, self.recorder, self.writes = clients, fleet, recorder, writes
-        self._done: dict[str, str] = {}  # node -> the Lease renewTime it was fenced at
-        self._retry_at: dict[str, float] = {}  # node -> when a failed fencing may run again
+    node: str
+    record: str  # the Lease renewTime it is fenced at
+    why: str
+    # (reason, message, key): a Warning Event on the ManagedNode, for each step as it is done
+    report: Callable[[str, str, str], None] = field(repr=False, compare=False)
+    what: str = "fencing"
 
-    def sync(
-        self,
-        nodes: list[dict[str, Any]],
-        leases: Mapping[str, Mapping[str, Any]],
-        unchanged_for: Callable[[str], float],
-        mono: float,
-    ) -> list[str]:
-        """Fence the nodes due now; the names fenced."""
-        fenced = []
-        names = set()
-        for node in nodes:
-            name = node["metadata"]["name"]
-            names.add(name)
-            lease = leases.get(name)
-            record = liveness.renew_time(lease)
-            if self._done.get(name) == record or mono < self._retry_at.get(name, 0.0):
-                continue
-            why = due(node, lease, unchanged_for(name))
-            if why and self._fence(node, record, why, mono):
-                fenced.append(name)
-        self._done = {n: r for n, r in self._done.items() if n in names}
-        return fenced
-
-    def _event(self, node: Mapping[str, Any], reason: str, message: str, key: str) -> None:
-        about = involved(node, "ManagedNode")
-        self.recorder.record(about, reason, message, key=key, warning=True)
-        self.writes.labels("event").inc()
-
-    def _fence(self, node: Mapping[str, Any], record: str, why: str, mono: float) -> bool:
-        name = node["metadata"]["name"]
-        try:
-            # The cache may lag: a renewal it has not shown yet means the host is alive.
-            if liveness.renewed(self.fleet.get_lease(name), record):
-                return False
-            self._event(node, "Fencing", f"fencing {name}: {why}", record)
-
-            def report(reason: str, message: str) -> None:
-                self._event(node, reason, message, record + message)
-                self.writes.labels("fenced_pod" if reason == POD_DELETED else "fenced_node").inc()
-
-            fence(self.clients, name, report)
-        except KubeError as e:
-            log.warning("ManagedNode %s: fencing failed (retry in %.0f s): %s", name, RETRY, e)
-            self._event(node, "FencingFailed", f"fencing {name} failed: {e}", record)
-            self._retry_at[name] = mono + RETRY
+    def apply(self, fleet: Fleet) -> bool:
+        if liveness.renewed(fleet.get_lease(self.node), self.record):
             return False
-        log.warning("ManagedNode %s fenced: %s", name, why)
-        self._done[name] = record
-        self._retry_at.pop(name, None)
+        self.report("Fencing", f"fencing {self.node}: {self.why}", self.record)
+        fleet.fence(self.node, lambda reason, message: self.report(reason, message, message))
         return True
+
+
+def reconcile(
+    node: Mapping[str, Any],
+    lease: Mapping[str, Any] | None,
+    unchanged_for: float,
+    fenced_at: str | None,
+    report: Callable[[str, str, str], None],
+) -> Outcome:
+    """One node's fencing: a ``Fence`` when it is due, once per Lease record (``fenced_at``:
+    the renewTime this controller fenced it at)."""
+    record = liveness.renew_time(lease)
+    if fenced_at == record:
+        return Outcome()
+    why = due(node, lease, unchanged_for)
+    if not why:
+        return Outcome()
+    return Outcome((Fence(node["metadata"]["name"], record, why, report),))

@@ -25,22 +25,32 @@ from typing import Any
 
 from nodemanager.api import ConfigSet, InvalidObject
 from nodemanager.api.revisions import admitted
-from nodemanager.controller import access, csrapprove, effects, events, liveness, rollout, staging
+from nodemanager.controller import (
+    access,
+    csrapprove,
+    effects,
+    events,
+    fencing,
+    liveness,
+    rollout,
+    staging,
+)
 from nodemanager.controller.configsets import Memory, Settings
 from nodemanager.controller.configsets import reconcile as reconcile_configset
 from nodemanager.controller.effects import Applied, Outcome, Write
-from nodemanager.controller.fencing import Fencer
 from nodemanager.controller.retry import Gate
 from nodemanager.controller.serve import ControllerMetrics, serve
 from nodemanager.controller.summary import NodeView
 from nodemanager.kube import csr, watches
 from nodemanager.kube.client import ClientFactory
 from nodemanager.kube.election import LeaderElector
+from nodemanager.kube.fence import NODE_DELETED, POD_DELETED
 from nodemanager.kube.fleet import FleetClient
 from nodemanager.kube.informer import Informer, Kind
 from nodemanager.kube.recorder import EventRecorder, involved
 
 log = logging.getLogger(__name__)
+FENCED = {POD_DELETED: "fenced_pod", NODE_DELETED: "fenced_node"}  # the writes metric's labels
 LEADER_LEASE = "nodemanager-controller"
 
 
@@ -93,7 +103,6 @@ class Controller:
         )
         self.fleet = FleetClient(self.clients, opts.namespace)
         self.recorder = EventRecorder(self.clients, opts.namespace, "nodemanager-controller")
-        self.fencer = Fencer(self.clients, self.fleet, self.recorder, self.metrics.writes)
         self.informers = {
             "configsets": self._informer(watches.CONFIGSETS),
             "managednodes": self._informer(watches.MANAGEDNODES),
@@ -137,6 +146,7 @@ class Controller:
         self._warned: set[tuple[str, str, str]] = set()  # (node, field, resourceVersion)
         self._retry = Gate()  # per-object backoff: "ConfigSet/web", "ManagedNode/n1", ...
         self._lease_seen: dict[str, tuple[str, float]] = {}  # node -> (renewTime, first seen)
+        self._fenced: dict[str, str] = {}  # node -> the Lease renewTime it was fenced at
         self._wake_at = float("inf")  # the earliest requeue_after of the last sync
         self._keys: set[str] = set()  # the objects the current sync reconciled
         # When a request of ours last got no answer, or one only after a hang
@@ -323,7 +333,38 @@ class Controller:
                 self._stale_written[name] = str(node["metadata"].get("resourceVersion", ""))
         self._lease_seen = seen
         if not self._failing:  # a server that does not answer proves no host is gone
-            self.fencer.sync(nodes, leases, lambda n: mono - max(seen[n][1], blind_until), mono)
+            self._sync_fencing(nodes, leases, lambda n: mono - max(seen[n][1], blind_until))
+
+    def _sync_fencing(
+        self,
+        nodes: list[dict[str, Any]],
+        leases: Mapping[str, dict[str, Any]],
+        unchanged_for: Callable[[str], float],
+    ) -> None:
+        for node in nodes:
+            name = node["metadata"]["name"]
+            about = involved(node, "ManagedNode")
+
+            def report(reason: str, message: str, key: str, about: Any = about) -> None:
+                self._event(about, events.Note(reason, message, key, warning=True))
+                if reason in (POD_DELETED, NODE_DELETED):
+                    self.metrics.writes.labels(FENCED[reason]).inc()
+
+            lease = leases.get(name)
+            outcome = fencing.reconcile(
+                node, lease, unchanged_for(name), self._fenced.get(name), report
+            )
+            if not outcome.effects:
+                continue
+            record = liveness.renew_time(lease)
+            result = self._handle(f"Fence/{name}", record, outcome)
+            if result is not None and result.done:
+                log.warning("ManagedNode %s fenced: %s", name, _message(outcome))
+                self._fenced[name] = record
+            elif result is not None and result.error is not None:
+                report("FencingFailed", f"fencing {name} failed: {result.error}", record)
+        live = {n["metadata"]["name"] for n in nodes}
+        self._fenced = {n: r for n, r in self._fenced.items() if n in live}
 
     def _sync_access(self, configsets: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> None:
         revisions = {r["metadata"]["name"]: r for r in self.informers["revisions"].items()}
@@ -439,8 +480,10 @@ class Controller:
 
 
 def _message(outcome: Outcome) -> str:
-    mark = outcome.effects[0] if outcome.effects else None
-    return mark.message if isinstance(mark, liveness.MarkUnknown) else ""
+    first = outcome.effects[0] if outcome.effects else None
+    if isinstance(first, fencing.Fence):
+        return first.why
+    return first.message if isinstance(first, liveness.MarkUnknown) else ""
 
 
 def _digest(outcome: Outcome) -> str:

@@ -8,7 +8,7 @@ in between.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 import yaml
@@ -17,6 +17,7 @@ from kubernetes.client.exceptions import ApiException
 
 from nodemanager.kube.client import ClientFactory
 from nodemanager.kube.errors import KUBE_ERRORS, translate
+from nodemanager.kube.fence import fence
 from nodemanager.kube.nodes import GROUP, VERSION
 
 CONTROLLER_MANAGER = "nodemanager-controller"
@@ -194,3 +195,7 @@ class FleetClient:
             except ApiException as e:
                 if e.status != 404:
                     raise translate(e) from e
+
+    def fence(self, node: str, report: Callable[[str, str], None]) -> None:
+        """Delete the pods and the Kubernetes Node of a fenced node (kube/fence.py)."""
+        fence(self.clients, node, report)

@@ -9,7 +9,7 @@ from typing import Any
 import urllib3
 
 from nodemanager.api import ConfigSet
-from nodemanager.controller import access, liveness
+from nodemanager.controller import access, fencing, liveness
 from nodemanager.controller.configsets import Memory, Settings, reconcile
 from nodemanager.controller.effects import Outcome, Write, apply
 from nodemanager.controller.rollout import REVISIONS_FIELD, revision_name
@@ -32,6 +32,7 @@ class Fleet:
         self.leases: dict[str, dict[str, Any]] = {}
         self.roles: dict[str, dict[str, Any]] = {}
         self.bindings: set[str] = set()
+        self.fenced: list[str] = []
         self.fail: dict[str, Exception] = {}
         self.calls: list[str] = []
 
@@ -88,6 +89,11 @@ class Fleet:
     def mark_ready(self, node: str, field: str, configset: str, revision: str, since: str) -> None:
         self._call("mark_ready")
         self.ready[(node, configset)] = (revision, since)
+
+    def fence(self, node: str, report: Any) -> None:
+        self._call("fence")
+        self.fenced.append(node)
+        report("FencedNodeDeleted", f"deleted Kubernetes Node {node}")
 
 
 class Events:
@@ -248,3 +254,27 @@ def test_access_writes_the_role_and_binding_once():
     role = fleet.roles["nodemanager-refs-a"]
     assert role["rules"][0]["resourceNames"] == ["tls"] and fleet.bindings
     assert access.reconcile(n, [cs], role, True, "ns") == Outcome()
+
+
+def test_fencing_is_one_effect_per_lease_record_and_reports_each_step():
+    lease = {"spec": {"renewTime": "2026-01-01T11:00:00Z", "leaseDurationSeconds": 40}}
+    n = {
+        "metadata": {"name": "a"},
+        "spec": {"fencing": {"enabled": True, "timeoutSeconds": 30}},
+        "status": {"fencing": {"armed": True}},
+    }
+    said: list[str] = []
+
+    def report(reason: str, message: str, key: str) -> None:
+        said.append(reason)
+
+    assert fencing.reconcile(n, lease, 70.0, None, report).effects == ()  # 40 + 30 not past
+    outcome = fencing.reconcile(n, lease, 71.0, None, report)
+    fleet = Fleet()
+    fleet.leases["a"] = lease
+    assert apply(outcome, fleet).done and fleet.fenced == ["a"]
+    assert said == ["Fencing", "FencedNodeDeleted"]
+    assert fencing.reconcile(n, lease, 999.0, "2026-01-01T11:00:00Z", report).effects == ()
+    fleet = Fleet()
+    fleet.leases["a"] = {"spec": {**lease["spec"], "renewTime": "2026-01-01T11:01:00Z"}}
+    assert apply(outcome, fleet).skipped and fleet.fenced == []  # renewed: alive
