@@ -26,19 +26,18 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from nodemanager.api import nodecert
-from nodemanager.kube import csr
-from nodemanager.kube.client import ClientFactory
-from nodemanager.kube.errors import KubeError
-from nodemanager.kube.recorder import EventRecorder
+from nodemanager.controller.effects import Fleet, Outcome
+from nodemanager.controller.events import Note
 
 log = logging.getLogger(__name__)
 APPROVED_REASON = "NodemanagerAutoApproved"
-GRANT = ("common.nodemanager", "managednodes", "status")  # what only the admitted node may do
+# What only the admitted node may do: update its ManagedNode's status.
+GRANT = ("update", "common.nodemanager", "managednodes", "status")
 
 
 @dataclass(frozen=True)
@@ -108,46 +107,21 @@ def decide(raw: Mapping[str, Any], namespace: str, max_seconds: int) -> Decision
     return Decision(host, True, APPROVED_REASON, f"a client certificate for node {host}")
 
 
-class Approver:
-    """Approves what ``decide`` allows and the authorizer confirms; each request is judged
-    once per resourceVersion, so a pending one gets one Event, not one per sync."""
+@dataclass(frozen=True)
+class Judge:
+    """Approve a node's request once the authorizer confirms the requester still holds that
+    node's grant, or leave it pending; either way ``report`` says which (an Event)."""
 
-    def __init__(
-        self,
-        clients: ClientFactory,
-        recorder: EventRecorder,
-        namespace: str,
-        max_seconds: int = nodecert.MAX_SECONDS,
-    ) -> None:
-        self.clients, self.recorder, self.namespace = clients, recorder, namespace
-        self.max_seconds = max_seconds
-        self._seen: dict[str, str] = {}  # name -> resourceVersion judged
+    raw: Mapping[str, Any]
+    decision: Decision
+    namespace: str
+    report: Callable[[Mapping[str, Any], Decision], None] = field(repr=False, compare=False)
+    what: str = "csr_judged"
 
-    def sync(self, requests: list[dict[str, Any]]) -> None:
-        live = {r["metadata"]["name"] for r in requests}
-        self._seen = {n: v for n, v in self._seen.items() if n in live}
-        for raw in requests:
-            meta = raw["metadata"]
-            if self._seen.get(meta["name"]) == meta.get("resourceVersion"):
-                continue
-            decision = decide(raw, self.namespace, self.max_seconds)
-            try:
-                if decision is not None:
-                    self._act(raw, decision)
-                self._seen[meta["name"]] = str(meta.get("resourceVersion"))
-            except KubeError as e:  # judged again next sync
-                log.warning("CertificateSigningRequest %s: %s", meta["name"], e)
-
-    def _act(self, raw: dict[str, Any], decision: Decision) -> None:
-        spec = raw["spec"]
-        if decision.approve and not csr.may(
-            self.clients.get(),
-            spec["username"],
-            spec.get("groups") or [],
-            "update",
-            GRANT,
-            self.namespace,
-            decision.host,
+    def apply(self, fleet: Fleet) -> bool:
+        decision, spec = self.decision, self.raw["spec"]
+        if decision.approve and not fleet.may(
+            spec["username"], spec.get("groups") or [], GRANT, decision.host
         ):
             decision = Decision(
                 decision.host,
@@ -157,19 +131,40 @@ class Approver:
                 "(revoked, or `rbac --certificate` not applied)",
             )
         if decision.approve:
-            csr.approve(self.clients.get(), raw, decision.reason, decision.message)
-        name = raw["metadata"]["name"]
-        log.info("CertificateSigningRequest %s: %s: %s", name, decision.reason, decision.message)
-        self.recorder.record(
-            {
-                "apiVersion": "certificates.k8s.io/v1",
-                "kind": "CertificateSigningRequest",
-                "name": name,
-                "uid": raw["metadata"].get("uid", ""),
-            },
-            "CertificateApproved" if decision.approve else decision.reason,
-            decision.message
-            if decision.approve
-            else f"left for an administrator: {decision.message}",
-            warning=not decision.approve,
-        )
+            fleet.approve_csr(self.raw, decision.reason, decision.message)
+        self.report(self.raw, decision)
+        return True
+
+
+def reconcile(
+    raw: Mapping[str, Any],
+    namespace: str,
+    judged_at: str | None,
+    report: Callable[[Mapping[str, Any], Decision], None],
+    max_seconds: int = nodecert.MAX_SECONDS,
+) -> Outcome:
+    """One request: judged once per resourceVersion (``judged_at``: the one judged last), so a
+    pending one gets one Event, not one per sync."""
+    if judged_at == str(raw["metadata"].get("resourceVersion")):
+        return Outcome()
+    decision = decide(raw, namespace, max_seconds)
+    if decision is None:
+        return Outcome()
+    return Outcome((Judge(raw, decision, namespace, report),))
+
+
+def note(raw: Mapping[str, Any], decision: Decision) -> tuple[dict[str, str], Note]:
+    """The Event a judged request gets: on the request itself."""
+    name = raw["metadata"]["name"]
+    log.info("CertificateSigningRequest %s: %s: %s", name, decision.reason, decision.message)
+    about = {
+        "apiVersion": "certificates.k8s.io/v1",
+        "kind": "CertificateSigningRequest",
+        "name": name,
+        "uid": raw["metadata"].get("uid", ""),
+    }
+    if decision.approve:
+        return about, Note("CertificateApproved", decision.message)
+    return about, Note(
+        decision.reason, f"left for an administrator: {decision.message}", warning=True
+    )

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from nodemanager.controller.events import Note
+from nodemanager.kube.csr import Grant
 from nodemanager.kube.errors import KUBE_ERRORS, KubeError, translate
 
 _ERRORS: tuple[type[Exception], ...] = (KubeError, *KUBE_ERRORS)
@@ -42,6 +43,8 @@ class Fleet(Protocol):
         self, node: str, field: str, configset: str, revision: str, since: str
     ) -> None: ...
     def fence(self, node: str, report: Callable[[str, str], None]) -> None: ...
+    def may(self, user: str, groups: Sequence[str], grant: Grant, name: str) -> bool: ...
+    def approve_csr(self, csr: Mapping[str, Any], reason: str, message: str) -> None: ...
 
 
 @dataclass(frozen=True)

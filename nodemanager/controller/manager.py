@@ -119,12 +119,7 @@ class Controller:
             self.informers["rolebindings"] = self._informer(
                 watches.ROLEBINDINGS, label_selector=selector
             )
-        self.approver = (
-            csrapprove.Approver(self.clients, self.recorder, opts.namespace)
-            if opts.approve_node_certificates
-            else None
-        )
-        if self.approver:
+        if opts.approve_node_certificates:
             self.informers["csrs"] = self._informer(csr.CSRS)
         identity = opts.identity or f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
         self.elector = (
@@ -147,6 +142,7 @@ class Controller:
         self._retry = Gate()  # per-object backoff: "ConfigSet/web", "ManagedNode/n1", ...
         self._lease_seen: dict[str, tuple[str, float]] = {}  # node -> (renewTime, first seen)
         self._fenced: dict[str, str] = {}  # node -> the Lease renewTime it was fenced at
+        self._judged: dict[str, str] = {}  # certificate request -> resourceVersion judged
         self._wake_at = float("inf")  # the earliest requeue_after of the last sync
         self._keys: set[str] = set()  # the objects the current sync reconciled
         # When a request of ours last got no answer, or one only after a hang
@@ -176,8 +172,8 @@ class Controller:
         self._sync_liveness(nodes)
         if self.opts.manage_access:
             self._sync_access(configsets, nodes)
-        if self.approver:
-            self.approver.sync(self.informers["csrs"].items())
+        if "csrs" in self.informers:
+            self._sync_csrs(self.informers["csrs"].items())
         self._retry.retain(self._keys)
         self.metrics.syncs.inc()
 
@@ -365,6 +361,23 @@ class Controller:
                 report("FencingFailed", f"fencing {name} failed: {result.error}", record)
         live = {n["metadata"]["name"] for n in nodes}
         self._fenced = {n: r for n, r in self._fenced.items() if n in live}
+
+    def _sync_csrs(self, requests: list[dict[str, Any]]) -> None:
+        """Nodes' certificate requests (csrapprove.py), each judged once per version."""
+        live = {r["metadata"]["name"] for r in requests}
+        self._judged = {n: v for n, v in self._judged.items() if n in live}
+        for raw in requests:
+            meta = raw["metadata"]
+            version = str(meta.get("resourceVersion"))
+            outcome = csrapprove.reconcile(
+                raw,
+                self.opts.namespace,
+                self._judged.get(meta["name"]),
+                lambda r, d: self._event(*csrapprove.note(r, d)),
+            )
+            result = self._handle(f"CertificateSigningRequest/{meta['name']}", version, outcome)
+            if result is not None and result.error is None:
+                self._judged[meta["name"]] = version
 
     def _sync_access(self, configsets: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> None:
         revisions = {r["metadata"]["name"]: r for r in self.informers["revisions"].items()}

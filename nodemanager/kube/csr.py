@@ -124,6 +124,9 @@ def approve(api: client.ApiClient, csr: Mapping[str, Any], reason: str, message:
         raise translate(e) from e
 
 
+Grant = tuple[str, str, str, str]  # verb, API group, resource, subresource
+
+
 def may(
     api: client.ApiClient,
     user: str,

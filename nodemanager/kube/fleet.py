@@ -15,6 +15,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from nodemanager.kube import csr
 from nodemanager.kube.client import ClientFactory
 from nodemanager.kube.errors import KUBE_ERRORS, translate
 from nodemanager.kube.fence import fence
@@ -199,3 +200,15 @@ class FleetClient:
     def fence(self, node: str, report: Callable[[str, str], None]) -> None:
         """Delete the pods and the Kubernetes Node of a fenced node (kube/fence.py)."""
         fence(self.clients, node, report)
+
+    def may(self, user: str, groups: Sequence[str], grant: csr.Grant, name: str) -> bool:
+        """Whether ``user`` may ``grant`` (verb, group, resource, subresource) on that object
+        of this namespace (a SubjectAccessReview)."""
+        verb, *resource = grant
+        group, plural, sub = resource
+        return csr.may(
+            self.clients.get(), user, groups, verb, (group, plural, sub), self.namespace, name
+        )
+
+    def approve_csr(self, request: Mapping[str, Any], reason: str, message: str) -> None:
+        csr.approve(self.clients.get(), request, reason, message)

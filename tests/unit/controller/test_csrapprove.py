@@ -11,7 +11,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from nodemanager.api import nodecert
-from nodemanager.controller.csrapprove import decide
+from nodemanager.controller.csrapprove import decide, note, reconcile
+from nodemanager.controller.effects import apply
 
 NS, HOST = "fleet", "web-1"
 BOOTSTRAP = f"system:serviceaccount:{NS}:nodemanager-{HOST}"
@@ -102,3 +103,29 @@ def test_a_decided_request_is_not_judged_again():
     done = raw(node_request())
     done["status"] = {"conditions": [{"type": "Denied", "status": "True"}]}
     assert decide(done, NS, nodecert.MAX_SECONDS) is None
+
+
+class Authorizer:
+    """The API server's side of a judged request: who may, and what was approved."""
+
+    def __init__(self, allowed: bool) -> None:
+        self.allowed, self.approved = allowed, []
+
+    def may(self, user, groups, grant, name):
+        return self.allowed and user == BOOTSTRAP and name == HOST
+
+    def approve_csr(self, request, reason, message):
+        self.approved.append(request["metadata"]["name"])
+
+
+@pytest.mark.parametrize("allowed", [True, False])
+def test_a_request_is_judged_once_per_version_and_only_approved_with_the_grant(allowed):
+    said = []
+    request = raw(node_request())
+    outcome = reconcile(request, NS, None, lambda r, d: said.append(note(r, d)[1]))
+    fleet = Authorizer(allowed)
+    assert apply(outcome, fleet).error is None  # type: ignore[arg-type]
+    assert fleet.approved == (["r"] if allowed else [])
+    reason = said[0].reason
+    assert reason == ("CertificateApproved" if allowed else "CertificateNotApproved")
+    assert reconcile(request, NS, "1", lambda r, d: None).effects == ()  # judged at version 1
