@@ -27,6 +27,7 @@ from typing import Any
 from nodemanager import __version__
 from nodemanager.agent import cleanup
 from nodemanager.agent.earlyoom import EarlyOom, settings
+from nodemanager.agent.fencing import FencingAgent
 from nodemanager.agent.grouplocks import GroupLocks
 from nodemanager.agent.health import Liveness, serve_health
 from nodemanager.agent.hostfeatures import HostFeatures
@@ -43,8 +44,10 @@ from nodemanager.agent.signals import Signals
 from nodemanager.agent.state import Snapshot, StateStore
 from nodemanager.agent.status import differs
 from nodemanager.agent.upgrade import Upgrader
+from nodemanager.agent.watchdog import Watchdog
 from nodemanager.agent.writer import Writer
 from nodemanager.api import parse_duration
+from nodemanager.api.fencing import MAX_DEVICE_TIMEOUT
 from nodemanager.api.nodereport import set_condition
 from nodemanager.backoff import Backoff
 from nodemanager.endpoints import serve_metrics
@@ -86,6 +89,8 @@ class Options:
     health_probe_bind_address: str = ":8081"
     memory_pressure_threshold: float = DEFAULT_THRESHOLD  # memory some avg10 percent
     pressure_dir: str = "/proc/pressure"  # tests point it at a directory they write
+    watchdog_device: str = "/dev/watchdog"  # opened only with spec.fencing.enabled
+    watchdog_timeout: int = 20  # seconds, set on the device; a keepalive every quarter of it
     token_renewer: Any = (
         None  # bootstrap.renew.TokenRenewer, when the kubeconfig holds a node token
     )
@@ -176,6 +181,15 @@ class Daemon:
         self.peers = PeerFilter(self._warn)
         self.pressure = PressureMonitor(self.metrics.pressure, self.name, Path(opts.pressure_dir))
         self.earlyoom = EarlyOom(NodeDrainer(self.clients, self.name).evict_lowest, self._warn)
+        self.fencing = FencingAgent(
+            Watchdog(
+                opts.watchdog_device,
+                device_timeout=opts.watchdog_timeout,
+                max_timeout=MAX_DEVICE_TIMEOUT,
+            ),
+            lambda: self.informers["self"].get(self.name),
+            lambda: self.dirty.mark("fencing"),
+        )
         self.selftest = PolicySelfTest(
             lambda: missing_policies(self.clients, opts.namespace, self.name),
             self._warn,
@@ -214,6 +228,7 @@ class Daemon:
         self._guarding = threading.Event()  # isolation checks queued or running
         self._guard_full = False  # the queued check includes the policy self-test
         self._threads: list[threading.Thread] = []
+        self._disarming: threading.Thread | None = None  # status armed: false, at the signal
 
     def _warn(self, reason: str, message: str) -> None:
         self.node_client.event(reason, message, warning=True)
@@ -333,6 +348,7 @@ class Daemon:
             else:
                 try:
                     self.node_client.renew_lease()
+                    self.fencing.dog.renewed()  # the watchdog is petted while this succeeds
                 except Exception as e:
                     log.warning("lease renewal failed: %s", e)
             self.stop.wait(LEASE_PERIOD)
@@ -462,6 +478,7 @@ class Daemon:
         status = self.pressure.with_status(
             status, node.get("status") or {}, self._pressure_limit(node), now
         )
+        status = self.fencing.with_status(status, node.get("status") or {}, node)
         if not self.registered.is_set() or not differs(status, node.get("status") or {}):
             return
         self.writer.status(status)
@@ -573,6 +590,7 @@ class Daemon:
         self._thread("writer", self.writer.run, self.stop)
         self._thread("upgrade", self._upgrades)
         self._thread("pressure", self._pressure)
+        self._thread("fencing", self.fencing.run, self.stop)
         for name, informer in self.informers.items():
             self._thread(f"informer-{name}", informer.run, self.stop)
         if self.opts.token_renewer:
@@ -629,6 +647,9 @@ class Daemon:
             requeue_at = time.monotonic() + requeue if requeue else None
         self.secrets.stop()
         self.configmaps.stop()
+        if self._disarming is not None:  # a thread left writing at exit can abort Python
+            self._disarming.join(timeout=5)
+        self._say_disarmed(next((t for t in self._threads if t.name == "writer"), None))
         for server in servers:
             if server:
                 server.shutdown()
@@ -636,8 +657,25 @@ class Daemon:
         self.clients.close()
         log.info("stopped")
 
+    def _say_disarmed(self, after: threading.Thread | None = None) -> None:
+        """A cleanly stopped agent says its watchdog is disarmed (best effort), so the
+        controller does not fence a host that runs on without it. Once at the signal (the
+        worker may outlast the grace period) and again after the writer's last status."""
+        if after is not None:
+            after.join(timeout=5)
+        me = self.informers["self"].get(self.name) or {}
+        if "fencing" in (me.get("status") or {}):  # the cache stopped: it may lag the server
+            try:
+                self.node_client.patch_status({"fencing": self.fencing.report().to_raw()})
+            except Exception as e:
+                log.warning("cannot say the watchdog is disarmed: %s", e)
+
     def shutdown(self) -> None:
-        """SIGTERM: finish the reconcile in progress (never leave a file half-written), then
-        exit; the signal reader ends the process if that takes longer than its grace period."""
+        """SIGTERM: disarm the watchdog at once, finish the reconcile in progress (never leave
+        a file half-written), then exit; the signal reader ends the process if that takes
+        longer than its grace period."""
+        self.fencing.close()
+        self._disarming = threading.Thread(target=self._say_disarmed, name="disarmed", daemon=True)
+        self._disarming.start()
         self.stop.set()
         self.dirty.mark("stop")

@@ -1,6 +1,7 @@
 """The ManagedNode status, the contract between agent and controller: typed, parsed once (pure).
 
-The agent writes its ``status.configsets[]`` entries from ``ConfigSetEntry.to_raw`` and every
+The agent writes its ``status.configsets[]`` entries from ``ConfigSetEntry.to_raw``,
+``status.fencing`` from ``FencingStatus.to_raw`` and every
 condition, its own and the controller's ``Ready=Unknown``, through ``set_condition``; readers
 on both sides go through ``parse_report`` instead of string keys.
 
@@ -19,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NotRequired, TypedDict, cast
 
+from nodemanager.api.fencing import REASONS
 from nodemanager.api.nodestatus import MAX_CONFLICTS, MAX_ERROR, REVISION, TIMESTAMP, has_control
 
 
@@ -73,6 +75,30 @@ class ConfigSetEntry:
         return cast(RawConfigSetEntry, out)
 
 
+class RawFencingStatus(TypedDict):
+    """``status.fencing`` on the wire (crds/managednodes.yaml)."""
+
+    armed: bool
+    reason: str
+    deviceTimeoutSeconds: int
+
+
+@dataclass(frozen=True)
+class FencingStatus:
+    """``status.fencing``: whether the node's watchdog is open (api/fencing.py)."""
+
+    armed: bool
+    reason: str = ""  # one of api.fencing.REASONS
+    device_timeout_seconds: int = 0  # as the device reported it; 0 when unknown (a FIFO)
+
+    def to_raw(self) -> RawFencingStatus:
+        return {
+            "armed": self.armed,
+            "reason": self.reason,
+            "deviceTimeoutSeconds": self.device_timeout_seconds,
+        }
+
+
 @dataclass(frozen=True)
 class Condition:
     type: str
@@ -87,9 +113,13 @@ class NodeReport:
     entries: Mapping[str, ConfigSetEntry]
     conditions: Mapping[str, Condition] = field(default_factory=dict)
     problems: tuple[Problem, ...] = field(default=())
-    # status.fencing.armed: the node says its watchdog is open. The controller fences only
-    # such a node (a host whose watchdog never armed is not reset: its pods must stay).
-    armed: bool = False
+    fencing: FencingStatus | None = None
+
+    @property
+    def armed(self) -> bool:
+        """The node says its watchdog is open. The controller fences only such a node (a host
+        whose watchdog never armed is not reset: its pods must stay)."""
+        return self.fencing is not None and self.fencing.armed
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> NodeReport:
@@ -153,8 +183,14 @@ def _conditions(raw: Any) -> dict[str, Condition]:
     return out
 
 
-def _armed(raw: Any) -> bool:
-    return isinstance(raw, Mapping) and raw.get("armed") is True
+def _fencing(raw: Any) -> FencingStatus | None:
+    """Only a real boolean counts as armed; an odd reason or timeout reads as unknown."""
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("armed"), bool):
+        return None
+    reason, timeout = raw.get("reason"), raw.get("deviceTimeoutSeconds", 0)
+    return FencingStatus(
+        raw["armed"], reason if reason in REASONS else "", timeout if _int(timeout) else 0
+    )
 
 
 def parse_report(raw: Mapping[str, Any]) -> NodeReport:
@@ -180,7 +216,7 @@ def parse_report(raw: Mapping[str, Any]) -> NodeReport:
         entries,
         _conditions(status.get("conditions")),
         tuple(problems),
-        _armed(status.get("fencing")),
+        _fencing(status.get("fencing")),
     )
 
 

@@ -6,6 +6,7 @@ import os
 
 import click
 
+from nodemanager.api.fencing import MAX_DEVICE_TIMEOUT
 from nodemanager.cli.errors import verbosity
 from nodemanager.cli.logs import LOG_LEVELS, setup_logging
 from nodemanager.cli.options import F, api_options, duration, labels
@@ -114,6 +115,21 @@ def run_options(f: F) -> F:
             help="Where to read PSI from.",
         ),
         click.option(
+            "--watchdog-device",
+            default="/dev/watchdog",
+            show_default=True,
+            help="The watchdog armed while the ManagedNode has spec.fencing.enabled (a host "
+            "that stops petting it is reset).",
+        ),
+        click.option(
+            "--watchdog-timeout",
+            type=click.IntRange(2, MAX_DEVICE_TIMEOUT),
+            default=20,
+            show_default=True,
+            help="Seconds without a keepalive before the device resets the host (set on the "
+            "device, which must keep it; a keepalive every quarter of it).",
+        ),
+        click.option(
             "--log-format", type=click.Choice(["json", "text"]), default="json", show_default=True
         ),
         click.option(
@@ -150,6 +166,8 @@ def run(
     memory_pressure_threshold: float,
     pressure_dir: str,
     cert_renew_fraction: float,
+    watchdog_device: str,
+    watchdog_timeout: int,
     log_format: str,
     log_level: str,
 ) -> None:
@@ -186,6 +204,8 @@ def run(
         notify_on_change=notify_on_change,
         memory_pressure_threshold=memory_pressure_threshold,
         pressure_dir=pressure_dir,
+        watchdog_device=watchdog_device,
+        watchdog_timeout=watchdog_timeout,
         metrics_bind_address=metrics_bind_address,
         health_probe_bind_address=health_probe_bind_address,
         token_renewer=own,

@@ -12,6 +12,19 @@ from nodemanager.kube.client import ClientFactory
 from nodemanager.kube.fence import fence
 
 
+def bound_pod(core: client.CoreV1Api, namespace: str, name: str, node: str) -> None:
+    """A pod bound to the Kubernetes Node ``node`` (no kubelet here: it stays Pending)."""
+    core.create_namespaced_pod(
+        namespace,
+        client.V1Pod(
+            metadata=client.V1ObjectMeta(name=name),
+            spec=client.V1PodSpec(
+                node_name=node, containers=[client.V1Container(name="c", image="x")]
+            ),
+        ),
+    )
+
+
 def test_fence_deletes_the_pods_bound_to_the_node_then_the_node_and_nothing_else(
     api_client, kubeconfig, namespace
 ):
@@ -21,15 +34,7 @@ def test_fence_deletes_the_pods_bound_to_the_node_then_the_node_and_nothing_else
     for n in (host, other):
         core.create_node(client.V1Node(metadata=client.V1ObjectMeta(name=n)))
     for name, node in (("a", host), ("b", host), ("c", other)):
-        core.create_namespaced_pod(
-            namespace,
-            client.V1Pod(
-                metadata=client.V1ObjectMeta(name=name),
-                spec=client.V1PodSpec(
-                    node_name=node, containers=[client.V1Container(name="c", image="x")]
-                ),
-            ),
-        )
+        bound_pod(core, namespace, name, node)
     events: list[tuple[str, str]] = []
     try:
         deleted = fence(ClientFactory(kubeconfig), host, lambda r, m: events.append((r, m)))

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from nodemanager.api.fencing import MAINTENANCE, Fencing
+from nodemanager.api.fencing import ARMED, MAINTENANCE, Fencing
+from nodemanager.api.nodereport import FencingStatus, parse_report
 from nodemanager.controller.fencing import due
 
 LEASE = {"spec": {"renewTime": "2026-01-01T00:00:00.000000Z", "leaseDurationSeconds": 40}}
@@ -56,3 +57,13 @@ def test_the_default_timeout_is_60_seconds():
 )  # fmt: skip
 def test_never_due(n, lease):
     assert due(n, lease, 10_000) == ""
+
+
+def test_status_fencing_round_trips_and_odd_values_read_as_unknown():
+    written = FencingStatus(True, ARMED, 20)
+    parsed = parse_report({"metadata": {"name": "n1"}, "status": {"fencing": written.to_raw()}})
+    assert parsed.fencing == written and parsed.armed
+    odd = {"armed": True, "reason": "Pwned\n", "deviceTimeoutSeconds": -1}
+    parsed = parse_report({"metadata": {"name": "n1"}, "status": {"fencing": odd}})
+    assert parsed.fencing == FencingStatus(True, "", 0)
+    assert parse_report({"metadata": {"name": "n1"}, "status": {"fencing": []}}).fencing is None
