@@ -24,8 +24,9 @@ import yaml
 
 from nodemanager.api import nodecert
 from nodemanager.bootstrap.credentials import Renewer, TokenRenewer
+from nodemanager.bootstrap.rbac import cluster_role_names, role_names
 from nodemanager.fsutil import write_atomic
-from nodemanager.kube import csr, tokens
+from nodemanager.kube import bindings, csr, tokens
 from nodemanager.kube import kubeconfig as kubeconfig_file
 
 log = logging.getLogger(__name__)
@@ -139,3 +140,21 @@ def renewer(
     except Exception as e:  # the token renewer reports an unusable file in one line
         log.debug("no node certificate in %s: %s", kubeconfig, e)
     return TokenRenewer(kubeconfig, hostname, namespace)
+
+
+def revoke(kubeconfig: str, hostname: str, namespace: str, context: str | None = None) -> list[str]:
+    """Take the node's certificate user out of every binding of the node (bootstrap/rbac.py's
+    and the fleet controller's ``nodemanager-refs-<host>``, controller/access.py): a certificate
+    still valid can then do nothing, not even ask for its renewal. The bindings changed."""
+    node_role, _token_role = role_names(hostname)
+    api = tokens.client_for(kubeconfig, context)
+    try:
+        return bindings.remove_user(
+            api,
+            nodecert.user_name(namespace, hostname),
+            namespace,
+            [node_role, f"nodemanager-refs-{hostname}"],
+            cluster_role_names(hostname, namespace),
+        )
+    finally:
+        api.close()

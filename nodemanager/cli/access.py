@@ -262,16 +262,27 @@ def _bootstrap_certificate(
 
 
 @click.command()
-@click.option("--hostname", required=True, help="The node whose tokens to revoke.")
+@click.option("--hostname", required=True, help="The node to revoke.")
 @api_options("Admin kubeconfig.")
 def revoke(hostname: str, kubeconfig: str, context: str | None, namespace: str) -> None:
-    """Revoke every token of a node now (its ServiceAccount and RBAC stay; `token` re-admits it)."""
+    """Revoke a node now: every token of it, and every grant of its client certificate.
+
+    Tokens are revoked themselves (their binding Secret is deleted; the ServiceAccount and RBAC
+    stay, `token` re-admits the node). A certificate cannot be: it is valid until it expires,
+    so its user is taken out of the node's bindings and can do nothing, not even renew
+    (`rbac --certificate` applied again re-admits it)."""
+    from nodemanager.bootstrap.certificate import revoke as revoke_certificate
     from nodemanager.bootstrap.credentials import revoke as revoke_tokens
 
-    if revoke_tokens(kubeconfig, hostname, namespace, context):
+    had_tokens = revoke_tokens(kubeconfig, hostname, namespace, context)
+    if had_tokens:
         click.echo(f"revoked every token of node {hostname}", err=True)
-    else:
+    changed = revoke_certificate(kubeconfig, hostname, namespace, context)
+    for binding in changed:
+        click.echo(f"took node {hostname}'s certificate out of {binding}", err=True)
+    if not had_tokens and not changed:
         raise click.ClickException(
-            f"node {hostname} has no token binding Secret in {namespace}: nothing to revoke "
-            "(tokens made before bindings end only with their ServiceAccount)"
+            f"node {hostname} has no token binding Secret in {namespace} and its certificate "
+            "is in no binding: nothing to revoke (tokens made before bindings end only with "
+            "their ServiceAccount)"
         )

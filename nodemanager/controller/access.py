@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodemanager.api import ConfigSet
+from nodemanager.api import ConfigSet, nodecert
 from nodemanager.controller.effects import Outcome, Write
 from nodemanager.desired.select import matches
 from nodemanager.host.labels import MANAGED_KEYS
@@ -114,7 +114,40 @@ def role(node: Mapping[str, Any], namespace: str, wanted: list[dict[str, Any]]) 
     }
 
 
-def binding(node: Mapping[str, Any], namespace: str) -> dict[str, Any]:
+def node_binding_name(node: str) -> str:
+    """The RoleBinding `nodemanager rbac` gives the node (bootstrap/rbac.py ``role_names``)."""
+    return f"nodemanager-node-{node}"
+
+
+def subjects(node: str, namespace: str, node_binding: Mapping[str, Any] | None) -> list[Any]:
+    """Who reads the node's references: its ServiceAccount, and its certificate's user while
+    the node's own binding names it (`rbac --certificate`; `revoke` takes it out there and
+    here, so the controller never puts it back)."""
+    user = nodecert.user_name(namespace, node)
+    named = [
+        s
+        for s in (node_binding or {}).get("subjects") or []
+        if s.get("kind") == "User" and s.get("name") == user
+    ]
+    return [
+        {"kind": "ServiceAccount", "name": service_account(node), "namespace": namespace},
+        *(
+            {"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": user}
+            for _ in named[:1]
+        ),
+    ]
+
+
+def same_subjects(current: Mapping[str, Any], wanted: list[Any]) -> bool:
+    def key(s: Mapping[str, Any]) -> tuple[str, str, str]:
+        return (s.get("kind", ""), s.get("name", ""), s.get("namespace") or "")
+
+    return sorted(map(key, current.get("subjects") or [])) == sorted(map(key, wanted))
+
+
+def binding(
+    node: Mapping[str, Any], namespace: str, node_binding: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     meta = node.get("metadata") or {}
     name = role_name(meta["name"])
     return {
@@ -127,13 +160,7 @@ def binding(node: Mapping[str, Any], namespace: str) -> dict[str, Any]:
             "ownerReferences": role(node, namespace, [])["metadata"]["ownerReferences"],
         },
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-        "subjects": [
-            {
-                "kind": "ServiceAccount",
-                "name": service_account(meta["name"]),
-                "namespace": namespace,
-            }
-        ],
+        "subjects": subjects(meta["name"], namespace, node_binding),
     }
 
 
@@ -156,13 +183,15 @@ def reconcile(
     node: Mapping[str, Any],
     applied: Sequence[ConfigSet],
     current: Mapping[str, Any] | None,
-    bound: bool,
+    bound: Mapping[str, Any] | None,
     namespace: str,
     *,
     trust_node_labels: bool = False,
+    node_binding: Mapping[str, Any] | None = None,
 ) -> Outcome:
     """One node's Role (read access to what ``applied``, the ConfigSets it applies, reference)
-    and RoleBinding; ``current`` is its Role in the cache, ``bound`` whether its binding is."""
+    and RoleBinding; ``current`` is its Role in the cache, ``bound`` its RoleBinding,
+    ``node_binding`` the binding `rbac` gave the node (whether its certificate is granted)."""
     labels = (node.get("metadata") or {}).get("labels") or {}
     if not trust_node_labels:
         labels = trusted(labels)
@@ -170,6 +199,9 @@ def reconcile(
     effects = []
     if current is None or normalised(current.get("rules")) != wanted:
         effects.append(Write("role", "put_role", (role(node, namespace, wanted),)))
-    if not bound:
-        effects.append(Write("rolebinding", "create_binding", (binding(node, namespace),)))
+    want = binding(node, namespace, node_binding)
+    if bound is None:
+        effects.append(Write("rolebinding", "create_binding", (want,)))
+    elif not same_subjects(bound, want["subjects"]):
+        effects.append(Write("rolebinding", "put_binding", (want,)))
     return Outcome(tuple(effects))

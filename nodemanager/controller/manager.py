@@ -119,6 +119,11 @@ class Controller:
             self.informers["rolebindings"] = self._informer(
                 watches.ROLEBINDINGS, label_selector=selector
             )
+            # `rbac`'s own bindings: whether a node's certificate is granted (access.subjects)
+            self.informers["nodebindings"] = self._informer(
+                watches.ROLEBINDINGS,
+                label_selector="app.kubernetes.io/name=nodemanager,!app.kubernetes.io/managed-by",
+            )
         if opts.approve_node_certificates:
             self.informers["csrs"] = self._informer(csr.CSRS)
         identity = opts.identity or f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
@@ -400,7 +405,8 @@ class Controller:
             return out
 
         roles = {r["metadata"]["name"]: r for r in self.informers["roles"].items()}
-        bindings = {b["metadata"]["name"] for b in self.informers["rolebindings"].items()}
+        bindings = {b["metadata"]["name"]: b for b in self.informers["rolebindings"].items()}
+        granted = {b["metadata"]["name"]: b for b in self.informers["nodebindings"].items()}
         wanted_names = set()
         for node in nodes:
             name = access.role_name(node["metadata"]["name"])
@@ -409,14 +415,15 @@ class Controller:
                 node,
                 applied_by(node),
                 roles.get(name),
-                name in bindings,
+                bindings.get(name),
                 self.opts.namespace,
                 trust_node_labels=self.opts.trust_node_labels,
+                node_binding=granted.get(access.node_binding_name(node["metadata"]["name"])),
             )
             # Retried when the node or what it should be granted changes.
             version = f"{node['metadata'].get('resourceVersion', '')}/{_digest(outcome)}"
             self._handle(f"Role/{name}", version, outcome)
-        for name in (set(roles) | bindings) - wanted_names:  # the node is gone
+        for name in (set(roles) | set(bindings)) - wanted_names:  # the node is gone
             self._handle(
                 f"Role/{name}",
                 "deleted",

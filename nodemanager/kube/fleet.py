@@ -112,6 +112,19 @@ class FleetClient:
             if e.status != 409:
                 raise translate(e) from e
 
+    def put_binding(self, binding: dict[str, Any]) -> None:
+        """Replace the subjects of a RoleBinding the controller wholly owns."""
+        rbac = client.RbacAuthorizationV1Api(self.clients.get())
+        try:
+            rbac.replace_namespaced_role_binding(
+                binding["metadata"]["name"],
+                self.namespace,
+                _body(binding),
+                field_manager=CONTROLLER_MANAGER,
+            )
+        except ApiException as e:
+            raise translate(e) from e
+
     def create_revision(self, revision: dict[str, Any]) -> None:
         """Create a ControllerRevision; one with the same name (same content) is left alone.
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import stat
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,9 +22,12 @@ from kubernetes import client, config
 
 from nodemanager.api import nodecert
 from nodemanager.kube import csr
-from tests.cluster.agent import NODEMANAGER
+from nodemanager.kube.errors import KubeError
+from tests.cluster.agent import NODEMANAGER, Agent
 from tests.cluster.controller import ControllerProcess, shipped_kubeconfig
 from tests.cluster.helpers import eventually
+from tests.cluster.test_controller_access import can_read, create_secrets, secret_file
+from tests.cluster.test_daemon import GROUP, VERSION, applied, for_host, put_configset
 
 pytestmark = pytest.mark.cluster
 
@@ -167,3 +171,152 @@ def test_bootstrap_certificate_writes_a_kubeconfig_with_a_key_made_here(fleet, a
              "metadata": {"name": f"{host}-impostor"}},
         )  # fmt: skip
     assert "only write the ManagedNode named after it" in denied.value.body
+
+
+def issued_of(path: Path) -> nodecert.Issued:
+    user = yaml.safe_load(path.read_text())["users"][0]["user"]
+    return nodecert.Issued.from_pem(base64.b64decode(user["client-certificate-data"]))
+
+
+def test_the_agent_renews_its_certificate_and_keeps_working(fleet, api_client, tmp_path):
+    """Renewal without waiting 80% of ten minutes: the signer backdates notBefore by five
+    minutes, so a 10-minute certificate spans 15 and --cert-renew-fraction 0.36 renews it
+    about 5 to 24 s after it was issued (0.8 would be 7 minutes)."""
+    host = f"renew-{uuid.uuid4().hex[:6]}"
+    done = fleet.bootstrap(host, fleet.admit(host), "--cert-ttl", "10m")
+    assert done.returncode == 0, done.stderr
+    path = fleet.directory / f"{host}.kubeconfig"
+    first = issued_of(path)
+    create_secrets(client.CoreV1Api(api_client), fleet.namespace, f"{host}-secret")
+    target = tmp_path / "renewed"
+    put_configset(api_client, fleet.namespace, host, for_host(host, [
+        {"path": str(target), "content": "before\n"},
+        secret_file(str(tmp_path / "from-secret"), f"{host}-secret"),
+    ]))  # fmt: skip
+    agent = Agent(str(path), fleet.namespace, host, tmp_path / "state",
+                  "--cert-renew-fraction", "0.36").start()  # fmt: skip
+    try:
+        applied(api_client, fleet.namespace, host, host)  # the Secret too: the controller
+        assert target.read_text() == "before\n"  # granted it to the certificate's user
+        serials = {first.serial}
+
+        def renewed_twice():
+            serials.add(issued_of(path).serial)
+            return len(serials) >= 3
+
+        eventually(renewed_twice, timeout=180, interval=1, message="two renewals")
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert whoami(str(path)) == f"nodemanager:node:{fleet.namespace}:{host}"
+        renewals = [
+            r for r in requests(api_client)
+            if r["spec"]["username"] == f"nodemanager:node:{fleet.namespace}:{host}"
+        ]  # fmt: skip
+        assert len(renewals) >= 2  # each asked for with the certificate it replaced
+        assert all(conditions(r).get("Approved") == "NodemanagerAutoApproved" for r in renewals)
+        pid = agent.proc.pid
+        put_configset(api_client, fleet.namespace, host, for_host(host, [
+            {"path": str(target), "content": "after\n"},
+            secret_file(str(tmp_path / "from-secret"), f"{host}-secret"),
+        ]))  # fmt: skip
+        eventually(lambda: target.read_text() == "after\n", timeout=60, message="applied after")
+        assert agent.proc.pid == pid and agent.proc.poll() is None  # no restart
+    finally:
+        agent.stop()
+
+
+def submit_as(kubeconfig: Path, host: str, usages=nodecert.USAGES, seconds: int = 3600) -> str:
+    api = config.new_client_from_config(str(kubeconfig))
+    try:
+        request = nodecert.new_request(fleet_namespace(kubeconfig), host)[1]
+        return csr.submit(api, f"{host}-forged-", request, nodecert.SIGNER, usages, seconds)
+    finally:
+        api.close()
+
+
+def fleet_namespace(kubeconfig: Path) -> str:
+    return yaml.safe_load(kubeconfig.read_text())["contexts"][0]["context"]["namespace"]
+
+
+def left_pending(api_client, namespace: str, name: str) -> str:
+    """The request's Event (the approver judged it) once it is there; the request unapproved."""
+
+    def judged():
+        events = events_about(api_client, namespace, name)
+        assert len(events) == 1, events
+        return events[0]
+
+    event = eventually(judged, timeout=30, message=f"an Event about {name}")
+    assert event.reason == "CertificateNotApproved" and event.type == "Warning"
+    raw = client.CustomObjectsApi(api_client).get_cluster_custom_object(
+        csr.GROUP, csr.VERSION, csr.PLURAL, name
+    )
+    assert conditions(raw) == {} and not (raw.get("status") or {}).get("certificate")
+    return event.message
+
+
+def test_a_request_for_another_node_is_left_for_an_administrator(fleet, api_client):
+    mine, other = (f"{n}-{uuid.uuid4().hex[:6]}" for n in ("forger", "victim"))
+    boot = fleet.admit(mine)
+    fleet.admit(other)
+    by_token = submit_as(boot, other)
+    assert f"neither node {other}'s ServiceAccount nor the node" in left_pending(
+        api_client, fleet.namespace, by_token
+    )
+    done = fleet.bootstrap(mine, boot, "--cert-ttl", "1h")
+    assert done.returncode == 0, done.stderr
+    by_certificate = submit_as(fleet.directory / f"{mine}.kubeconfig", other)
+    assert f"neither node {other}'s ServiceAccount nor the node" in left_pending(
+        api_client, fleet.namespace, by_certificate
+    )
+
+
+def test_extra_usages_or_a_longer_lifetime_are_left_for_an_administrator(fleet, api_client):
+    host = f"greedy-{uuid.uuid4().hex[:6]}"
+    boot = fleet.admit(host)
+    server_too = submit_as(boot, host, usages=[*nodecert.USAGES, "server auth"])
+    assert "usages" in left_pending(api_client, fleet.namespace, server_too)
+    a_month = submit_as(boot, host, seconds=30 * 86400)
+    assert "expirationSeconds 2592000 is not between 600 and 604800" in left_pending(
+        api_client, fleet.namespace, a_month
+    )
+
+
+def test_revoke_ends_a_valid_certificates_access_at_once(fleet, api_client):
+    host = f"revoked-{uuid.uuid4().hex[:6]}"
+    done = fleet.bootstrap(host, fleet.admit(host), "--cert-ttl", "1h")
+    assert done.returncode == 0, done.stderr
+    path = fleet.directory / f"{host}.kubeconfig"
+    node = config.new_client_from_config(str(path))
+    core, custom = client.CoreV1Api(node), client.CustomObjectsApi(node)
+    secret = f"{host}-secret"
+    create_secrets(client.CoreV1Api(api_client), fleet.namespace, secret)
+    client.CustomObjectsApi(api_client).create_namespaced_custom_object(
+        GROUP, VERSION, fleet.namespace, "managednodes",
+        {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ManagedNode",
+         "metadata": {"name": host, "labels": {"kubernetes.io/hostname": host}}},
+    )  # fmt: skip
+    put_configset(api_client, fleet.namespace, host,
+                  for_host(host, [secret_file("/etc/x", secret)]))  # fmt: skip
+    eventually(lambda: can_read(core, fleet.namespace, secret), timeout=30,
+               message="the controller grants the certificate its Secret")  # fmt: skip
+
+    out = nm("revoke", "--hostname", host, "--kubeconfig", fleet.admin,
+             "--namespace", fleet.namespace)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert f"took node {host}'s certificate out of RoleBinding" in out.stderr
+    # At once, though the certificate is valid for another hour: no grant is left.
+    assert issued_of(path).not_after > time.time() + 3000
+    assert not can_read(core, fleet.namespace, secret)
+    for call in (
+        lambda: custom.list_namespaced_custom_object(GROUP, VERSION, fleet.namespace, "configsets"),
+        lambda: submit_as(path, host),  # not even a renewal
+    ):
+        with pytest.raises((client.ApiException, KubeError)) as denied:
+            call()
+        assert denied.value.status == 403
+    # The controller does not put the certificate back into the Secret's binding.
+    refs = client.RbacAuthorizationV1Api(api_client).read_namespaced_role_binding(
+        f"nodemanager-refs-{host}", fleet.namespace
+    )
+    assert [s.kind for s in refs.subjects] == ["ServiceAccount"]
+    node.close()

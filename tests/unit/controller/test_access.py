@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from nodemanager.api import ConfigSet
-from nodemanager.controller.access import binding, normalised, references, role, rules, trusted
+from nodemanager.controller.access import (
+    binding,
+    normalised,
+    references,
+    role,
+    rules,
+    same_subjects,
+    subjects,
+    trusted,
+)
 
 
 def cs(name, role_, secrets=(), configmaps=()):
@@ -69,3 +78,20 @@ def test_only_labels_a_node_cannot_set_decide_grants():
         "role": "db",
     }
     assert trusted(labels) == {"kubernetes.io/hostname": "a", "role": "db"}
+
+
+def test_the_certificate_user_reads_references_only_while_rbacs_binding_names_it():
+    sa = {"kind": "ServiceAccount", "name": "nodemanager-h", "namespace": "ns"}
+    user = {
+        "kind": "User",
+        "apiGroup": "rbac.authorization.k8s.io",
+        "name": "nodemanager:node:ns:h",
+    }
+    assert subjects("h", "ns", None) == [sa]  # token-only node, or `rbac` not applied
+    assert subjects("h", "ns", {"subjects": [sa]}) == [sa]  # revoked: no user there
+    assert subjects("h", "ns", {"subjects": [sa, user]}) == [sa, user]  # rbac --certificate
+    # Another node's or another namespace's certificate named there grants nothing here.
+    other = {**user, "name": "nodemanager:node:other:h"}
+    assert subjects("h", "ns", {"subjects": [sa, other]}) == [sa]
+    assert same_subjects({"subjects": [user, sa]}, [sa, user])
+    assert not same_subjects({"subjects": [sa, user]}, [sa])

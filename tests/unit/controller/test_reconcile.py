@@ -31,7 +31,7 @@ class Fleet:
         self.conditions: dict[str, list[dict[str, Any]]] = {}
         self.leases: dict[str, dict[str, Any]] = {}
         self.roles: dict[str, dict[str, Any]] = {}
-        self.bindings: set[str] = set()
+        self.bindings: dict[str, dict[str, Any]] = {}
         self.fenced: list[str] = []
         self.fail: dict[str, Exception] = {}
         self.calls: list[str] = []
@@ -59,12 +59,16 @@ class Fleet:
 
     def create_binding(self, binding: dict[str, Any]) -> None:
         self._call("create_binding")
-        self.bindings.add(binding["metadata"]["name"])
+        self.bindings[binding["metadata"]["name"]] = binding
+
+    def put_binding(self, binding: dict[str, Any]) -> None:
+        self._call("put_binding")
+        self.bindings[binding["metadata"]["name"]] = binding
 
     def delete_rbac(self, name: str) -> None:
         self._call("delete_rbac")
         self.roles.pop(name, None)
-        self.bindings.discard(name)
+        self.bindings.pop(name, None)
 
     def create_revision(self, revision: dict[str, Any]) -> None:
         self._call("create_revision")
@@ -249,11 +253,25 @@ def test_access_writes_the_role_and_binding_once():
     )
     n = node("a")
     fleet = Fleet()
-    outcome = access.reconcile(n, [cs], None, False, "ns")
+    outcome = access.reconcile(n, [cs], None, None, "ns")
     assert apply(outcome, fleet).error is None
     role = fleet.roles["nodemanager-refs-a"]
-    assert role["rules"][0]["resourceNames"] == ["tls"] and fleet.bindings
-    assert access.reconcile(n, [cs], role, True, "ns") == Outcome()
+    bound = fleet.bindings["nodemanager-refs-a"]
+    assert role["rules"][0]["resourceNames"] == ["tls"]
+    assert access.reconcile(n, [cs], role, bound, "ns") == Outcome()
+    # `rbac --certificate` names the node's certificate: it reads the Secret too; `revoke`
+    # takes it out of rbac's binding, and out of this one.
+    user = {"kind": "User", "name": "nodemanager:node:ns:a"}
+    certified = {"subjects": [*bound["subjects"], user]}
+    outcome = access.reconcile(n, [cs], role, bound, "ns", node_binding=certified)
+    assert apply(outcome, fleet).error is None and fleet.calls[-1] == "put_binding"
+    assert fleet.bindings["nodemanager-refs-a"]["subjects"][-1]["name"] == user["name"]
+    revoked = fleet.bindings["nodemanager-refs-a"]
+    outcome = access.reconcile(n, [cs], role, revoked, "ns", node_binding=bound)
+    assert apply(outcome, fleet).error is None
+    assert [s["kind"] for s in fleet.bindings["nodemanager-refs-a"]["subjects"]] == [
+        "ServiceAccount"
+    ]
 
 
 def test_fencing_is_one_effect_per_lease_record_and_reports_each_step():
