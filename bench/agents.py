@@ -110,14 +110,18 @@ class HTTP:
     ) -> tuple[int, dict[str, Any]]:
         data = body if isinstance(body, bytes) else json.dumps(body).encode() if body else b""
         async with self.lock:
-            fresh = self.writer is None
-            try:
-                return await self._exchange(method, path, data, content_type)
-            except (ConnectionError, asyncio.IncompleteReadError, IndexError, ValueError):
-                self.close()
-                if fresh:
-                    raise
-                return await self._exchange(method, path, data, content_type)
+            # A kept-alive connection the server dropped (idle, or overloaded: a reset or a
+            # broken pipe mid-request) is reopened; only a fresh one failing three times fails.
+            for attempt in range(3):
+                fresh = self.writer is None
+                try:
+                    return await self._exchange(method, path, data, content_type)
+                except (ConnectionError, asyncio.IncompleteReadError, IndexError, ValueError):
+                    self.close()
+                    if fresh and attempt == 2:
+                        raise
+                    await asyncio.sleep(0.1 * attempt)
+            raise ConnectionError(f"{method} {path}: the server closed the connection each time")
 
     async def stream(self, path: str) -> AsyncIterator[bytes]:
         """The lines of a watch response, one event each, undecoded."""

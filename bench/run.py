@@ -411,6 +411,11 @@ def main(argv: list[str]) -> int:
 
             controller()
             continue
+        if name == "writes":
+            from bench.writes import main as writes
+
+            writes()
+            continue
         if name == "fanout":
             from bench.fanout import main as fanout
 

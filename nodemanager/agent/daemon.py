@@ -42,7 +42,7 @@ from nodemanager.agent.revisions import REVISION_LABEL, admitted, report
 from nodemanager.agent.selftest import PolicySelfTest
 from nodemanager.agent.signals import Signals
 from nodemanager.agent.state import Snapshot, StateStore
-from nodemanager.agent.status import differs
+from nodemanager.agent.status import changed
 from nodemanager.agent.upgrade import Upgrader
 from nodemanager.agent.watchdog import Watchdog
 from nodemanager.agent.writer import Writer
@@ -479,9 +479,10 @@ class Daemon:
             status, node.get("status") or {}, self._pressure_limit(node), now
         )
         status = self.fencing.with_status(status, node.get("status") or {}, node)
-        if not self.registered.is_set() or not differs(status, node.get("status") or {}):
+        patch = changed(status, node.get("status") or {})
+        if not self.registered.is_set() or not patch:
             return
-        self.writer.status(status)
+        self.writer.status(patch)
 
     def reconcile_once(self, full: bool) -> tuple[bool, float | None]:
         """Reconcile now; (whether it could, when to come back)."""

@@ -1,6 +1,6 @@
 """The wanted status is a pure function of the outcome: computing it twice writes nothing."""
 
-from nodemanager.agent.status import compute, differs
+from nodemanager.agent.status import changed, compute, differs
 from nodemanager.executor.summary import ConfigSetResult, Failure
 
 
@@ -30,3 +30,18 @@ def test_same_outcome_same_status_and_transitions_keep_their_time():
     assert third["configsets"] == [
         {"name": "a", "resourceVersion": "1", "generation": 1, "error": "file:/x: denied"}
     ]
+
+
+def test_the_patch_carries_only_what_changed():
+    """A ConfigSet change patches ``configsets`` alone; host facts and conditions that are
+    already stored are not sent again, and a key to remove is sent as None."""
+    ok = [ConfigSetResult("a", "1", 1, last_applied="t0")]
+    stored = {**status(ok, {}, "t1"), "fileBackups": {"/etc/old": "abc"}}
+    newer = [ConfigSetResult("a", "2", 2, last_applied="t5")]
+    wanted = status(newer, stored, "t5")
+    assert changed(wanted, stored) == {"configsets": wanted["configsets"]}
+    assert changed({**wanted, "fileBackups": None}, stored) == {
+        "configsets": wanted["configsets"],
+        "fileBackups": None,
+    }
+    assert changed(stored, stored) == {} and not differs(stored, stored)
