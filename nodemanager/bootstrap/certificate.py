@@ -1,11 +1,11 @@
 """`bootstrap --certificate` and the agent's renewals: a client certificate made on the host.
 
-The key is made here, in memory, and only ever written into the node's kubeconfig (0600,
-atomically): it is never sent, never logged. The CertificateSigningRequest carries the public
-half (api/nodecert.py says its one shape), for the kube-apiserver-client signer with a lifetime
-(``expirationSeconds``). The fleet controller approves it when the requester is the node's
-bootstrap ServiceAccount or the node itself (controller/csrapprove.py); kube-controller-manager
-signs it with the cluster CA.
+The key is made here, in memory, and only ever written into one file beside the node's
+kubeconfig (``credential_path``, 0600, atomically): it is never sent, never logged. The
+CertificateSigningRequest carries the public half (api/nodecert.py says its one shape), for the
+kube-apiserver-client signer with a lifetime (``expirationSeconds``). The fleet controller
+approves it when the requester is the node's bootstrap ServiceAccount or the node itself
+(controller/csrapprove.py); kube-controller-manager signs it with the cluster CA.
 
 A certificate cannot be revoked before it expires. Lifetimes are short (a day by default, a
 week at most), the agent renews at about 80% of it, and `revoke` removes the node's bindings so
@@ -14,8 +14,8 @@ that a certificate still valid can do nothing.
 
 from __future__ import annotations
 
-import base64
 import logging
+import os
 import random
 import threading
 import time
@@ -43,7 +43,15 @@ def check_lifetime(seconds: float, flag: str) -> int:
     return int(seconds)
 
 
-def request_kubeconfig(
+def credential_path(kubeconfig: str) -> str:
+    """Where the node's certificate and key live: one PEM file beside its kubeconfig, which
+    names it as both client-certificate and client-key. A file, not inline data: the client
+    library copies inline keys to temporary files that outlive a killed process."""
+    return os.path.abspath(kubeconfig) + "-client.pem"
+
+
+def obtain(
+    requester: str,
     kubeconfig: str,
     hostname: str,
     namespace: str,
@@ -51,13 +59,14 @@ def request_kubeconfig(
     timeout: float,
     context: str | None = None,
     stop: threading.Event | None = None,
-) -> tuple[str, nodecert.Issued]:
-    """A kubeconfig (YAML text) holding a new key and the certificate signed for it, asked for
-    with ``kubeconfig``'s credentials; and what was issued. NotIssued when the request is
-    denied or not signed within ``timeout`` seconds (it stays for an administrator)."""
-    server, ca = tokens.cluster_of(kubeconfig, context)
+) -> nodecert.Issued:
+    """Ask for a certificate with ``requester``'s credentials (a new key, a CSR) and, once it
+    is signed, write it with its key (0600) and then ``kubeconfig`` naming it, each through a
+    temporary file and a rename. NotIssued when the request is denied or not signed within
+    ``timeout`` seconds (it stays for an administrator); nothing is written then."""
+    server, ca = tokens.cluster_of(requester, context)
     key, request = nodecert.new_request(namespace, hostname)
-    api = tokens.client_for(kubeconfig, context)
+    api = tokens.client_for(requester, context)
     try:
         name = csr.submit(
             api, f"nodemanager-{hostname}-", request, nodecert.SIGNER, nodecert.USAGES, seconds
@@ -67,19 +76,16 @@ def request_kubeconfig(
     finally:
         api.close()
     issued = nodecert.Issued.from_pem(cert)
+    pem = credential_path(kubeconfig)
+    # One file holding both, so a connection never pairs the new certificate with the old key.
+    write_atomic(pem, cert + key, mode=0o600)
     user = nodecert.user_name(namespace, hostname)
     data = kubeconfig_file.document(
-        server,
-        ca,
-        namespace,
-        user,
-        {
-            # Inline, so that one rename replaces the certificate and its key together.
-            "client-certificate-data": base64.b64encode(cert).decode(),
-            "client-key-data": base64.b64encode(key).decode(),
-        },
+        server, ca, namespace, user, {"client-certificate": pem, "client-key": pem}
     )
-    return yaml.safe_dump(data, sort_keys=False), issued
+    # Rewritten on each renewal too: its new mtime makes the client factory start a new client.
+    write_atomic(kubeconfig, yaml.safe_dump(data, sort_keys=False).encode(), mode=0o600)
+    return issued
 
 
 def current(kubeconfig: str) -> nodecert.Issued | None:
@@ -120,10 +126,15 @@ class CertRenewer(Renewer):
         issued = current(self.kubeconfig)
         assert issued is not None
         seconds = min(nodecert.MAX_SECONDS, max(nodecert.MIN_SECONDS, issued.requested()))
-        text, new = request_kubeconfig(
-            self.kubeconfig, self.hostname, self.namespace, seconds, self.timeout, stop=stop
+        new = obtain(
+            self.kubeconfig,
+            self.kubeconfig,
+            self.hostname,
+            self.namespace,
+            seconds,
+            self.timeout,
+            stop=stop,
         )
-        write_atomic(self.kubeconfig, text.encode(), mode=0o600)
         log.info(
             "renewed the node certificate; valid until %s",
             time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(new.not_after)),

@@ -241,20 +241,25 @@ def _bootstrap_certificate(
     cert_ttl: str,
     approval_timeout: str,
 ) -> None:
-    from nodemanager.bootstrap.certificate import check_lifetime, request_kubeconfig
-    from nodemanager.bootstrap.credentials import write_kubeconfig
+    from nodemanager.bootstrap.certificate import check_lifetime, credential_path, obtain
 
     try:
         seconds = check_lifetime(duration(cert_ttl), "--cert-ttl")
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--cert-ttl") from None
     click.echo("asked for a certificate; waiting for its approval", err=True)
-    text, issued = request_kubeconfig(
-        bootstrap_kubeconfig, hostname, namespace, seconds, duration(approval_timeout), context
+    issued = obtain(
+        bootstrap_kubeconfig,
+        kubeconfig,
+        hostname,
+        namespace,
+        seconds,
+        duration(approval_timeout),
+        context,
     )
-    write_kubeconfig(kubeconfig, text)
     click.echo(
-        f"wrote {kubeconfig} (certificate for {issued.common_name}, valid "
+        f"wrote {kubeconfig} and {credential_path(kubeconfig)} (certificate for "
+        f"{issued.common_name}, valid "
         f"{(issued.not_after - issued.not_before) / 3600:.1f} h); "
         "the bootstrap kubeconfig can be deleted",
         err=True,

@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives import serialization
 from kubernetes import client, config
 
 from nodemanager.api import nodecert
+from nodemanager.bootstrap.certificate import credential_path
 from nodemanager.kube import csr
 from nodemanager.kube.errors import KubeError
 from tests.cluster.agent import NODEMANAGER, Agent
@@ -144,8 +145,11 @@ def test_bootstrap_certificate_writes_a_kubeconfig_with_a_key_made_here(fleet, a
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert not [p for p in path.parent.iterdir() if ".nm-tmp-" in p.name]  # no half-written file
     user = yaml.safe_load(path.read_text())["users"][0]["user"]
-    key = serialization.load_pem_private_key(base64.b64decode(user["client-key-data"]), None)
-    cert = x509.load_pem_x509_certificate(base64.b64decode(user["client-certificate-data"]))
+    pem = Path(user["client-certificate"])
+    assert user["client-key"] == str(pem) == credential_path(str(path))
+    assert stat.S_IMODE(pem.stat().st_mode) == 0o600
+    key = serialization.load_pem_private_key(pem.read_bytes(), None)
+    cert = x509.load_pem_x509_certificate(pem.read_bytes())
     assert key.public_key().public_numbers() == cert.public_key().public_numbers()
     me = f"nodemanager:node:{fleet.namespace}:{host}"
     assert whoami(str(path)) == me
@@ -174,8 +178,7 @@ def test_bootstrap_certificate_writes_a_kubeconfig_with_a_key_made_here(fleet, a
 
 
 def issued_of(path: Path) -> nodecert.Issued:
-    user = yaml.safe_load(path.read_text())["users"][0]["user"]
-    return nodecert.Issued.from_pem(base64.b64decode(user["client-certificate-data"]))
+    return nodecert.Issued.from_pem(Path(credential_path(str(path))).read_bytes())
 
 
 def test_the_agent_renews_its_certificate_and_keeps_working(fleet, api_client, tmp_path):
@@ -193,8 +196,11 @@ def test_the_agent_renews_its_certificate_and_keeps_working(fleet, api_client, t
         {"path": str(target), "content": "before\n"},
         secret_file(str(tmp_path / "from-secret"), f"{host}-secret"),
     ]))  # fmt: skip
+    scratch = tmp_path / "tmp"  # the agent's TMPDIR: no copy of a key may land there
+    scratch.mkdir()
     agent = Agent(str(path), fleet.namespace, host, tmp_path / "state",
-                  "--cert-renew-fraction", "0.36").start()  # fmt: skip
+                  "--cert-renew-fraction", "0.36", env={"TMPDIR": str(scratch)})  # fmt: skip
+    agent.start()
     try:
         applied(api_client, fleet.namespace, host, host)  # the Secret too: the controller
         assert target.read_text() == "before\n"  # granted it to the certificate's user
@@ -206,6 +212,7 @@ def test_the_agent_renews_its_certificate_and_keeps_working(fleet, api_client, t
 
         eventually(renewed_twice, timeout=180, interval=1, message="two renewals")
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert not [p for p in path.parent.iterdir() if ".nm-tmp-" in p.name]
         assert whoami(str(path)) == f"nodemanager:node:{fleet.namespace}:{host}"
         renewals = [
             r for r in requests(api_client)
@@ -220,6 +227,8 @@ def test_the_agent_renews_its_certificate_and_keeps_working(fleet, api_client, t
         ]))  # fmt: skip
         eventually(lambda: target.read_text() == "after\n", timeout=60, message="applied after")
         assert agent.proc.pid == pid and agent.proc.poll() is None  # no restart
+        keys = [f for f in scratch.rglob("*") if f.is_file() and b"PRIVATE KEY" in f.read_bytes()]
+        assert keys == []
     finally:
         agent.stop()
 
