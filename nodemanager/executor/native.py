@@ -209,6 +209,7 @@ DECLINED: dict[StepKind, str] = {
     "service": "init systems",
     "arguments": "rc.conf",
     "restart": "init systems",
+    "upgrade": "package managers",
 }
 
 

@@ -189,6 +189,16 @@ DECLINED: dict[tuple[StepKind, str], str] = {
     ("service", "ansible.builtin.command"): "lingering: loginctl, with creates",
     ("service", "ansible.builtin.wait_for"): "waits for the user's manager",
     ("restart", "ansible.builtin.systemd_service"): "a handler: runs only when notified",
+    **{
+        ("upgrade", module): "an OS upgrade: only the package manager knows what is newer"
+        for module in (
+            "community.general.pacman",
+            "community.general.apk",
+            "community.general.pkgng",
+            "ansible.builtin.apt",
+            "ansible.builtin.dnf",
+        )
+    },
 }
 
 

@@ -265,15 +265,16 @@ def _spill_large_content(plan: Plan, where: Path) -> Plan:
     """The plan with every large content of a write step in a file below ``where`` (in the
     0700 private dir, removed with it), read back by Ansible as the same ``content``: the same
     bytes without emitting and parsing megabytes of YAML."""
-    files: dict[str, str] = {}
+    steps, spilled = [], 0
     for step in plan.steps:
         if step.kind == "write" and step.content is not None and len(step.content) > SPILL_ABOVE:
             where.mkdir(exist_ok=True, mode=0o700)
-            src = where / str(len(files))
+            src, spilled = where / str(spilled), spilled + 1
             with open(src, "w", encoding="utf-8", newline="") as f:
                 f.write(step.content)
-            files[step.task] = str(src)
-    return subset.spilled(plan, files)
+            step = replace(step, content_file=str(src))
+        steps.append(step)
+    return replace(plan, steps=tuple(steps))
 
 
 def _reported_status(report: TaskResult) -> TaskStatus:

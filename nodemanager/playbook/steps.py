@@ -1,9 +1,10 @@
 """Typed steps: what the plan does, one value per task or handler, in play order.
 
-The builder emits a step for every task and handler it renders; the renderer turns steps into
-Ansible tasks, and the executor's fast path reads only steps, never task dicts. A step carries
-its origin: the resource id, the ConfigSets declaring it and the field path in the first of them
-(``spec.files[2]``), so every report can name what a user wrote.
+The builder emits a step for every task and handler; the steps are the plan. render.py turns a
+step into its Ansible task (the only place a task dict is made), and the executor reads, splits
+and hands over steps, never task dicts. A step carries its origin: the resource id, the
+ConfigSets declaring it and the field path in the first of them (``spec.files[2]``), so every
+report can name what a user wrote.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ StepKind = Literal[
     "arguments",  # a service's rc.conf arguments (FreeBSD)
     "command",  # an execution, as a task or as a handler
     "restart",  # a service restart handler
+    "upgrade",  # the OS upgrade (ManagedNode spec.upgrade): everything the package manager has
 ]
 KINDS: tuple[StepKind, ...] = (
     "write",
@@ -36,6 +38,7 @@ KINDS: tuple[StepKind, ...] = (
     "arguments",
     "command",
     "restart",
+    "upgrade",
 )
 FILE_KINDS = frozenset({"write", "touch", "directory", "symlink", "absent", "purge"})
 
@@ -67,11 +70,19 @@ class Step:
     name: str = ""  # package or service name
     state: str | None = None  # the module's state word
     enabled: bool | None = None
+    user: str | None = None  # services[].user: a systemd user service of this user
+    arguments: str | None = None  # a service's rc.conf arguments
     notify: tuple[str, ...] = ()
     listen: tuple[str, ...] = ()
     conditional: bool = False  # rendered with a `when` (a restart skipped after a start)
+    registers_start: bool = False  # a start its restart handler reads (started apart)
+    # The module's environment under which Ansible's `$NAME`/`~` expansion of path, target and
+    # kept paths leaves them as written (playbook/literal.py).
+    literal: tuple[tuple[str, str], ...] = ()
+    # The executor's spill of large content: Ansible reads it from this file, not the playbook.
+    content_file: str | None = None
     # A no_log (Secret-fed) task's outcome is censored in Ansible's events, `changed` included:
-    # this task after it reports it (build.REPORTED).
+    # this task after it reports it (render.REPORTED).
     reported_by: str = ""
 
 

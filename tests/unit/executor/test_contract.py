@@ -13,6 +13,7 @@ from nodemanager.executor import native, probe
 from nodemanager.playbook.build import build, module_of
 from nodemanager.playbook.platforms import FAMILIES, TEMPLATES_DIR
 from nodemanager.playbook.steps import KINDS
+from nodemanager.playbook.upgrade import upgrade_plan
 
 EVERYTHING = {
     "packages": [{"name": "p"}, {"name": "q", "ensure": "latest"}],
@@ -34,7 +35,7 @@ EVERYTHING = {
 
 def _steps(family: str):
     cs = ConfigSet.from_dict({"metadata": {"name": "c"}, "spec": EVERYTHING})
-    return build(merge([cs]), family, "n").steps
+    return build(merge([cs]), family, "n").steps + upgrade_plan(family, "n").steps
 
 
 def _modules(value: Any) -> set[str]:

@@ -1,10 +1,14 @@
-"""The part of a plan left to Ansible, rendered from the steps the executor names."""
+"""The part of a plan left to Ansible: a plan of the steps the executor names, rendered as any."""
+
+from dataclasses import replace
 
 from nodemanager.api import ConfigSet
 from nodemanager.desired.merge import merge
 from nodemanager.desired.templates import Rendered
+from nodemanager.executor.run import SPILL_ABOVE, _spill_large_content
 from nodemanager.playbook.build import build
-from nodemanager.playbook.subset import NOTIFY_TASK, SPILLED, rest, spilled
+from nodemanager.playbook.render import SPILLED
+from nodemanager.playbook.subset import NOTIFY_TASK, rest
 
 
 def _plan():
@@ -38,12 +42,26 @@ def test_forced_handlers_become_tasks():
     assert "handlers" not in left.playbook[0]
 
 
-def test_spilled_content_is_read_back_as_content():
+def test_spilled_content_is_read_back_as_content(tmp_path):
     plan = _plan()
+    big = "é" * (SPILL_ABOVE + 1)
     a = plan.tasks()[0]
-    out = spilled(plan, {a.task: "/run/content/0"})
+    plan = replace(plan, steps=(replace(a, content=big), *plan.steps[1:]))
+    out = _spill_large_content(plan, tmp_path / "content")
+    spilled = [s for s in out.steps if s.content_file]
+    assert [s.task for s in spilled] == [a.task]  # the small contents stay in the playbook
+    assert (tmp_path / "content" / "0").read_text(encoding="utf-8") == big
     task = out.playbook[0]["tasks"][0]
     assert task["ansible.builtin.copy"]["content"] == SPILLED
-    assert task["vars"]["nodemanager_spilled"] == "/run/content/0"
+    assert task["vars"]["nodemanager_spilled"] == str(tmp_path / "content" / "0")
     assert task["vars"]["nodemanager_path"] == "/a"  # the guard's variable stays
-    assert plan.playbook[0]["tasks"][0]["ansible.builtin.copy"]["content"] == "a"
+    assert out.playbook[0]["tasks"][1]["ansible.builtin.copy"]["content"] == "x"
+    assert plan.playbook[0]["tasks"][0]["ansible.builtin.copy"]["content"] == big
+
+
+def test_the_rest_is_a_plan_of_steps_with_its_own_origins():
+    plan = _plan()
+    a, s, b = plan.tasks()
+    left = rest(plan, [s], set(), [])
+    assert [x.task for x in left.steps] == [s.task, plan.handlers()[0].task]
+    assert set(left.origins) == {s.task, s.reported_by, plan.handlers()[0].task}

@@ -1,0 +1,266 @@
+"""Render typed steps as Ansible tasks: the one place a task dict is made.
+
+The builder (build.py) emits steps; ``task`` turns one step into its task, filling the skeleton
+of its kind from playbook_templates/ with the step's values, and ``playbook`` makes the play of a
+plan. `render`, the whole-plan Ansible run and the part the fast path leaves to Ansible all go
+through here, so what Ansible runs is what the steps say. No I/O beyond loading skeletons.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from nodemanager.playbook import platforms
+from nodemanager.playbook.dump import Unsafe
+from nodemanager.playbook.steps import EXEC_PATH, Step, StepKind, exec_argv
+
+if TYPE_CHECKING:
+    from nodemanager.playbook.build import Plan
+
+REDACTED = "<redacted: from a Secret; render --show-secrets to see it>"
+# The name of the task reporting a no_log task's outcome.
+REPORTED = "{task} | reported"
+NOTIFY_TASK = "nodemanager: notify the handlers of native changes"
+# Still copy's `content`, read back by a lookup: `src:` would mean something else (a directory
+# in the way gets a file put inside it, where `content` fails as Ansible says it must). A
+# lookup's result is not templated again, so the bytes stay exactly these.
+SPILLED = "{{ lookup('ansible.builtin.file', nodemanager_spilled, rstrip=False) }}"
+
+# Values the renderer chooses itself (module state words, the file guard); everything else
+# came from a ConfigSet.
+TRUSTED = frozenset({"state", "guard"})
+# A file's path, failing with this message when a directory is there (playbook_templates/
+# files.yaml): `is directory` follows symlinks, as copy and touch do; the local connection
+# makes the controller's test the host's.
+FILE_GUARD = (
+    "{{ nodemanager_path if nodemanager_path is not directory else nodemanager_no_path"
+    " | ansible.builtin.mandatory(nodemanager_path ~ ' is a directory: ensure: file cannot"
+    " make it a file') }}"
+)
+# services[].user: the user's runtime directory, where `systemctl --user` finds its manager. The
+# name comes in through a task variable holding the Unsafe value, shell-quoted for `id`.
+USER_VAR = "nodemanager_user"
+USER_PYTHON = "/usr/bin/python3"
+USER_RUNTIME_DIR = (
+    "/run/user/{{ lookup('ansible.builtin.pipe', 'id -u -- ' ~ (nodemanager_user | quote)) }}"
+)
+# The skeleton in playbook_templates/files.yaml of each file step kind.
+FILE_FORMS: dict[StepKind, str] = {
+    "write": "content",
+    "touch": "file",
+    "directory": "directory",
+    "symlink": "symlink",
+    "absent": "absent",
+    "purge": "purge",
+}
+# A user service's steps besides its state: lingering, then waiting for its manager.
+LINGER, MANAGER = "ansible.builtin.command", "ansible.builtin.wait_for"
+
+
+def fill(skeleton: Any, values: Mapping[str, Any]) -> Any:
+    """Replace "$name" strings in a skeleton with ``values[name]``; drop parameters left unset.
+
+    ConfigSet values come back ``Unsafe`` so Ansible never templates them.
+    """
+    if isinstance(skeleton, dict):
+        out = {}
+        for k, v in skeleton.items():
+            filled = fill(v, values)
+            if filled is not None:
+                out[k] = filled
+        return out
+    if isinstance(skeleton, str) and skeleton.startswith("$"):
+        key = skeleton[1:]
+        return values.get(key) if key in TRUSTED else _unsafe(values.get(key))
+    return copy.deepcopy(skeleton)
+
+
+def _unsafe(value: Any) -> Any:
+    if isinstance(value, str):
+        # Ansible 2.19 loads an empty `!unsafe ''` as null; an empty string has nothing to template.
+        return Unsafe(value) if value else value
+    if isinstance(value, (list, tuple)):
+        return [_unsafe(v) for v in value]
+    return value
+
+
+def reported_var(task: str) -> str:
+    """The variable a no_log task registers, read by the task reporting it."""
+    return "nodemanager_secret_" + hashlib.sha256(task.encode()).hexdigest()[:12]
+
+
+def started_var(service: str) -> str:
+    """The variable a service's start task registers: an identifier whatever the name."""
+    return "nodemanager_started_" + hashlib.sha256(service.encode()).hexdigest()[:12]
+
+
+def skeleton(step: Step, family: str) -> dict[str, Any]:
+    """The skeleton a step's module call is filled from."""
+    if step.kind in FILE_FORMS:
+        return dict(platforms.skeletons("files")[FILE_FORMS[step.kind]])
+    if step.kind == "command":
+        return dict(platforms.skeletons("executions")["command"])
+    if step.kind == "upgrade":
+        return dict(platforms.skeletons("upgrades")[family])
+    if step.kind == "package":
+        return dict(platforms.for_family("packages", family)["task"])
+    user = platforms.skeletons("services")["user"]
+    services = user if step.user else platforms.for_family("services", family)
+    if step.kind == "service" and step.module in (LINGER, MANAGER):
+        return dict(user["linger" if step.module == LINGER else "bus"])
+    part = {"service": "task", "restart": "restart", "arguments": "arguments"}[step.kind]
+    return dict(services[part])
+
+
+def _values(step: Step) -> dict[str, Any]:
+    content = SPILLED if step.content_file else step.content
+    return {
+        "path": step.path,
+        "guard": FILE_GUARD,
+        "owner": step.owner,
+        "group": step.group,
+        "target": step.target,
+        "mode": step.mode,
+        "force": False if step.create_only else None,
+        "content": REDACTED if content is None else content,
+        "keep": list(step.keep),
+        "argv": exec_argv(step.argv) if step.kind == "command" else None,
+        "name": step.name,
+        "state": step.state,
+        "enable": step.enabled,
+        "variable": f"{step.name.replace('-', '_')}_args",
+        "arguments": step.arguments,
+    }
+
+
+def call(step: Step, family: str) -> dict[str, Any]:
+    """The module call of ``step`` (the module's key and its parameters, the skeleton's vars)."""
+    sk = skeleton(step, family)
+    if step.kind == "upgrade":
+        return copy.deepcopy(sk)
+    if step.module == LINGER and step.kind == "service":
+        user = step.user or ""
+        linger: dict[str, Any] = fill(
+            sk, {"argv": ["loginctl", "enable-linger", user], "linger": _linger(user)}
+        )
+        return linger
+    if step.module == MANAGER:
+        bus = copy.deepcopy(sk)
+        bus[MANAGER]["path"] = USER_RUNTIME_DIR + "/systemd/private"
+        return bus
+    filled: dict[str, Any] = fill(sk, _values(step))
+    if step.content_file:  # the lookup is the renderer's: templated, not !unsafe
+        filled[step.module]["content"] = SPILLED
+        filled["vars"]["nodemanager_spilled"] = step.content_file
+    return filled
+
+
+def _linger(user: str) -> str:
+    return f"/var/lib/systemd/linger/{user}"
+
+
+def task(step: Step, family: str) -> dict[str, Any]:
+    """The Ansible task of ``step``."""
+    if step.kind == "upgrade":
+        return {"name": step.task, **call(step, family)}
+    out: dict[str, Any] = {"name": Unsafe(step.task), **call(step, family)}
+    if step.listen:
+        out["listen"] = [Unsafe(t) for t in step.listen]
+    if step.notify:
+        out["notify"] = [Unsafe(t) for t in step.notify]
+    if step.registers_start:
+        out["register"] = started_var(step.name)
+    elif step.origin.secret:
+        out["register"] = reported_var(step.task)
+    if step.conditional:
+        started = started_var(step.name)
+        out["when"] = f"not ({started} is defined and {started} is changed)"
+    # One failing resource must not stop the others; its failure is still reported.
+    out["ignore_errors"] = True
+    if step.origin.secret:
+        out["no_log"] = True
+        out["diff"] = False
+    if step.literal:  # `$HOME` and `~` mean themselves: the module's environment keeps them so
+        out["environment"] = {k: Unsafe(v) for k, v in step.literal}
+    if step.kind == "command":
+        out["environment"] = {"PATH": EXEC_PATH}
+    if step.module == MANAGER:
+        out["vars"] = {USER_VAR: Unsafe(step.user or "")}
+    elif step.user and step.module != LINGER:
+        out = as_user(out, step.user)
+    return out
+
+
+def as_user(task: dict[str, Any], user: str) -> dict[str, Any]:
+    """``task`` run as ``user`` with that user's runtime directory (services[].user)."""
+    return {
+        **task,
+        "become": True,
+        "become_user": Unsafe(user),
+        "become_method": "su",
+        "environment": {"XDG_RUNTIME_DIR": USER_RUNTIME_DIR},
+        # The agent's own interpreter may sit where the user cannot read (a root-only
+        # venv, found first on the agent's PATH); the module needs only the standard
+        # library, so the host's python runs it.
+        "vars": {USER_VAR: Unsafe(user), "ansible_python_interpreter": USER_PYTHON},
+    }
+
+
+def reporter(step: Step) -> dict[str, Any]:
+    """The task that reports what the no_log task of ``step`` did: Ansible censors its whole
+    result in events (`changed` too), not what it registers. Only whether it changed is
+    read, never its content."""
+    return {
+        "name": Unsafe(step.reported_by),
+        "ansible.builtin.debug": {"msg": "what the task before did (no_log hides it)"},
+        "changed_when": f"{reported_var(step.task)} is changed",
+        "ignore_errors": True,
+    }
+
+
+def _notify(topics: tuple[str, ...]) -> dict[str, Any]:
+    return {
+        "name": NOTIFY_TASK,
+        "ansible.builtin.debug": {"msg": "native changes notify their handlers"},
+        "changed_when": True,
+        "notify": sorted(Unsafe(t) for t in topics),
+    }
+
+
+def tasks(steps: list[Step], family: str) -> list[dict[str, Any]]:
+    """The tasks of ``steps`` in order, each no_log one followed by its reporter."""
+    out = []
+    for step in steps:
+        out.append(task(step, family))
+        if step.reported_by:
+            out.append(reporter(step))
+    return out
+
+
+def playbook(plan: Plan) -> list[dict[str, Any]]:
+    """The plan as a playbook of one play: a first task notifying the handlers of native
+    changes, the tasks, then the handlers (as tasks, in order, when the plan forces them)."""
+    play_tasks = [_notify(plan.notified)] if plan.notified else []
+    play_tasks += tasks(plan.tasks(), plan.family)
+    handlers = tasks(plan.handlers(), plan.family)
+    if plan.forced:
+        play_tasks += [{k: v for k, v in h.items() if k != "listen"} for h in handlers]
+        handlers = []
+    upgrade = any(s.kind == "upgrade" for s in plan.steps)
+    play: dict[str, Any] = {
+        "name": Unsafe(f"nodemanager{' upgrade' if upgrade else ''}: {plan.node}"),
+        "hosts": "localhost",
+        "connection": "local",
+        "gather_facts": False,
+    }
+    if not upgrade:
+        # Restart what changed even when another resource failed.
+        play["force_handlers"] = True
+    play["vars"] = {"ansible_python_interpreter": "{{ ansible_playbook_python }}"}
+    play["tasks"] = play_tasks
+    if handlers:
+        play["handlers"] = handlers
+    return [play]
