@@ -189,6 +189,7 @@ class Daemon:
             ),
             lambda: self.informers["self"].get(self.name),
             lambda: self.dirty.mark("fencing"),
+            self.metrics.watchdog_armed,
         )
         self.selftest = PolicySelfTest(
             lambda: missing_policies(self.clients, opts.namespace, self.name),

@@ -13,6 +13,8 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from prometheus_client import Gauge
+
 from nodemanager.agent.watchdog import Watchdog
 from nodemanager.api.fencing import DISABLED, Fencing, in_maintenance
 from nodemanager.api.nodereport import FencingStatus
@@ -22,8 +24,10 @@ Node = Callable[[], Mapping[str, Any] | None]  # the own ManagedNode from the ca
 
 
 class FencingAgent:
-    def __init__(self, dog: Watchdog, node: Node, on_change: Callable[[], None]) -> None:
-        self.dog, self.node, self.on_change = dog, node, on_change
+    def __init__(
+        self, dog: Watchdog, node: Node, on_change: Callable[[], None], gauge: Gauge
+    ) -> None:
+        self.dog, self.node, self.on_change, self.gauge = dog, node, on_change, gauge
         self.state = DISABLED
         self.interval = dog.wanted_timeout / 4
 
@@ -31,6 +35,7 @@ class FencingAgent:
         me = self.node() or {}
         fencing = Fencing.of(me)
         state = self.dog.step(fencing.enabled, fencing.timeout_seconds, in_maintenance(me))
+        self.gauge.set(1 if self.dog.armed else 0)
         if state != self.state:
             log.info("fencing: %s -> %s", self.state, state)
             self.state = state
@@ -47,6 +52,7 @@ class FencingAgent:
         """Clean shutdown: disarm at once (the worker may still finish an Ansible run)."""
         self.dog.close()
         self.state = DISABLED
+        self.gauge.set(0)
 
     def report(self) -> FencingStatus:
         """status.fencing now."""

@@ -48,6 +48,13 @@ class Metrics:
             registry=r,
         )
         self.admission_policy_enforced.set(-1)
+        # agent/fencing.py sets it with every step of the watchdog.
+        self.watchdog_armed = Gauge(
+            "nodemanager_watchdog_armed",
+            "1 while the fencing watchdog device is open (the host resets if keepalives stop), "
+            "else 0.",
+            registry=r,
+        )
         ProcessCollector(registry=r)
         PlatformCollector(registry=r)
         build = build_info()

@@ -70,6 +70,7 @@ def test_fifo_keepalive_cadence_stops_while_apiserver_sigstopped_and_resumes_aft
         measured("watchdog keepalive interval, median (--watchdog-timeout 4)", cadence)
         assert 0.5 < cadence < 2.5, gaps
         status = eventually(lambda: fencing_status(api_client, namespace, host).get("armed"))
+        assert agent.metric("nodemanager_watchdog_armed") == 1
         assert fencing_status(api_client, namespace, host) == {
             "armed": True, "reason": "Armed", "deviceTimeoutSeconds": 0,  # a FIFO has none
         }  # fmt: skip
