@@ -19,6 +19,7 @@ import os
 import random
 import threading
 import time
+from collections.abc import Callable
 
 import yaml
 
@@ -59,11 +60,13 @@ def obtain(
     timeout: float,
     context: str | None = None,
     stop: threading.Event | None = None,
+    submitted: Callable[[str], None] | None = None,
 ) -> nodecert.Issued:
     """Ask for a certificate with ``requester``'s credentials (a new key, a CSR) and, once it
     is signed, write it with its key (0600) and then ``kubeconfig`` naming it, each through a
     temporary file and a rename. NotIssued when the request is denied or not signed within
-    ``timeout`` seconds (it stays for an administrator); nothing is written then."""
+    ``timeout`` seconds (it stays for an administrator); nothing is written then.
+    ``submitted`` is told the request's name."""
     server, ca = tokens.cluster_of(requester, context)
     key, request = nodecert.new_request(namespace, hostname)
     api = tokens.client_for(requester, context)
@@ -72,6 +75,8 @@ def obtain(
             api, f"nodemanager-{hostname}-", request, nodecert.SIGNER, nodecert.USAGES, seconds
         )
         log.info("submitted CertificateSigningRequest %s; waiting for its certificate", name)
+        if submitted:
+            submitted(name)
         cert = csr.wait_certificate(api, name, timeout, stop)
     finally:
         api.close()

@@ -242,21 +242,34 @@ def _bootstrap_certificate(
     approval_timeout: str,
 ) -> None:
     from nodemanager.bootstrap.certificate import check_lifetime, credential_path, obtain
+    from nodemanager.kube.csr import NotIssued
 
     try:
         seconds = check_lifetime(duration(cert_ttl), "--cert-ttl")
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--cert-ttl") from None
-    click.echo("asked for a certificate; waiting for its approval", err=True)
-    issued = obtain(
-        bootstrap_kubeconfig,
-        kubeconfig,
-        hostname,
-        namespace,
-        seconds,
-        duration(approval_timeout),
-        context,
-    )
+    timeout = duration(approval_timeout)
+
+    def submitted(name: str) -> None:
+        click.echo(
+            f"submitted CertificateSigningRequest {name}; waiting up to {approval_timeout} for "
+            f"the fleet controller to approve it (or: kubectl certificate approve {name})",
+            err=True,
+        )
+
+    try:
+        issued = obtain(
+            bootstrap_kubeconfig,
+            kubeconfig,
+            hostname,
+            namespace,
+            seconds,
+            timeout,
+            context,
+            submitted=submitted,
+        )
+    except NotIssued as e:  # denied, failed or late: the API server answered, no hint
+        raise click.ClickException(str(e)) from None
     click.echo(
         f"wrote {kubeconfig} and {credential_path(kubeconfig)} (certificate for "
         f"{issued.common_name}, valid "

@@ -141,6 +141,7 @@ def test_bootstrap_certificate_writes_a_kubeconfig_with_a_key_made_here(fleet, a
     boot = fleet.admit(host)
     done = fleet.bootstrap(host, boot, "--cert-ttl", "2h")
     assert done.returncode == 0, done.stderr
+    assert "submitted CertificateSigningRequest nodemanager-" in done.stderr
     path = fleet.directory / f"{host}.kubeconfig"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert not [p for p in path.parent.iterdir() if ".nm-tmp-" in p.name]  # no half-written file
@@ -329,3 +330,19 @@ def test_revoke_ends_a_valid_certificates_access_at_once(fleet, api_client):
     )
     assert [s.kind for s in refs.subjects] == ["ServiceAccount"]
     node.close()
+
+
+def test_unapproved_bootstrap_gives_up_in_one_line_and_writes_nothing(fleet, api_client):
+    """An administrator's credential is no node's bootstrap identity: the controller leaves
+    the request to an administrator, and `bootstrap` stops at --approval-timeout."""
+    host = f"waiting-{uuid.uuid4().hex[:6]}"
+    fleet.admit(host)
+    done = fleet.bootstrap(host, Path(fleet.admin), "--approval-timeout", "5s")
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("Error: ") and "kubectl certificate approve nodemanager-" in last
+    assert not (fleet.directory / f"{host}.kubeconfig").exists()
+    assert not Path(credential_path(str(fleet.directory / f"{host}.kubeconfig"))).exists()
+    name = last.split("kubectl certificate approve ")[1].rstrip(")")
+    assert "neither node" in left_pending(api_client, fleet.namespace, name)

@@ -129,3 +129,42 @@ def test_upstream_wireguard_grants_get_on_exactly_that_secret():
     without = manifests("web-1", "ns")
     role = next(d for d in without if d["metadata"]["name"] == "nodemanager-node-web-1")
     assert not [r for r in role["rules"] if "secrets" in r["resources"]]
+
+
+def test_certificate_binds_the_nodes_grants_to_its_certificate_user_and_lets_it_ask():
+    user = {
+        "kind": "User",
+        "apiGroup": "rbac.authorization.k8s.io",
+        "name": "nodemanager:node:ns:b",
+    }
+    plain = manifests("b", "ns", drain=True)
+    assert not [d for d in plain if user in d.get("subjects", [])]  # opt-in
+    assert not [d for d in plain if "nodemanager-csr" in d["metadata"]["name"]]
+    docs = manifests("b", "ns", drain=True, certificate=True)
+    bound = {d["metadata"]["name"] for d in docs if user in d.get("subjects", [])}
+    # Every grant but the token Role: a certificate renews by CSR, not by token.
+    assert bound == {"nodemanager-node-b", "nodemanager-drain-ns-b", "nodemanager-csr-ns-b"}
+    [csr_role] = [d for d in docs if d["kind"] == "ClusterRole" and "csr" in d["metadata"]["name"]]
+    assert csr_role["rules"] == [
+        {
+            "apiGroups": ["certificates.k8s.io"],
+            "resources": ["certificatesigningrequests"],
+            "verbs": ["create", "get"],  # no approval, no list
+        }
+    ]
+
+
+def test_certificate_lifetimes_are_short():
+    from nodemanager.bootstrap.certificate import check_lifetime
+
+    assert check_lifetime(86400, "--cert-ttl") == 86400
+    with pytest.raises(ValueError, match="--cert-ttl: at most 168h"):
+        check_lifetime(7 * 86400 + 1, "--cert-ttl")
+    with pytest.raises(ValueError, match="at least 10 minutes"):
+        check_lifetime(599, "--cert-ttl")
+    result = CliRunner().invoke(
+        main,
+        ["bootstrap", "--certificate", "--bootstrap-kubeconfig", __file__, "--cert-ttl", "720h"],
+    )
+    assert result.exit_code == 2 and "at most 168h" in result.output
+    assert "Traceback" not in result.output
