@@ -35,6 +35,7 @@ from nodemanager.agent.identity import identify
 from nodemanager.agent.metrics import Metrics
 from nodemanager.agent.ownlabels import drifted
 from nodemanager.agent.peers import PeerFilter, clean_own
+from nodemanager.agent.poolslot import PoolSlots
 from nodemanager.agent.pressure import DEFAULT_THRESHOLD, PressureMonitor, threshold
 from nodemanager.agent.reconcile import Notification, Reconciler
 from nodemanager.agent.refs import referenced
@@ -145,12 +146,19 @@ class Daemon:
         self.liveness = Liveness(opts.reconcile_timeout)
         self.writer = Writer(self._patch_status)
         self.stopped = threading.Event()
+        # One request for a slot of the pool's budget, shared by the upgrade and lock_group.
+        self.slots = PoolSlots(
+            GroupLock(self.clients, opts.namespace, self.name),
+            lambda: self.informers["self"].get(self.name),
+            self.node_client.patch_status,
+        )
         self.upgrader = Upgrader(
             name=self.name,
             family=identity.family,
             state_dir=opts.state_dir,
             metrics=self.metrics,
-            locker=GroupLock(self.clients, opts.namespace, self.name),
+            locker=self.slots.locker("OS upgrade"),
+            pooled=True,
             drainer=NodeDrainer(self.clients, self.name, wait=self.stop.wait),
             drain_timeout=opts.drain_timeout,
             reboot=opts.reboot_command,
@@ -167,9 +175,7 @@ class Daemon:
             host=HostFeatures(
                 opts.state_dir,
                 backup_max_age=opts.backup_max_age,
-                locks=GroupLocks(
-                    GroupLock(self.clients, opts.namespace, self.name), wait=self.stop.wait
-                ),
+                locks=GroupLocks(self.slots.locker("lock_group"), wait=self.stop.wait),
                 upgrader=self.upgrader,
                 # upstream kept the WireGuard key in this Secret: adopted once, then the file
                 adopt_key=lambda iface: self.node_client.secret_value(
@@ -392,6 +398,8 @@ class Daemon:
                     changed = self.upgrader.tick(
                         me, on_start=functools.partial(self._upgrading, me)
                     )
+                    if not self.upgrader.state.reboot_pending:
+                        self.slots.tidy()
             except Exception:
                 log.exception("upgrade check failed")
                 continue

@@ -107,7 +107,7 @@ class GroupLocks:
                 try:
                     holder = self.locker.try_acquire(group, self.lease_seconds)
                 except Exception as e:  # Forbidden (rbac --lease-groups), API down
-                    self.release()
+                    self.release(group)
                     raise GroupLockError(
                         f"spec.services[].lock_group {group}: cannot take the Lease: {e}"
                     ) from e
@@ -121,19 +121,26 @@ class GroupLocks:
                     log.info("lock group %s is held by %s; waiting", group, holder)
                     announced = True
                 if time.monotonic() >= deadline:
-                    self.release()
+                    self.release(group)
                     raise GroupLockError(
                         f"spec.services[].lock_group {group}: held by {holder} for more than "
                         f"{self.timeout:.0f} s; nothing was changed, retrying"
                     )
                 if self.wait(self.poll):
-                    self.release()  # the agent is stopping
+                    self.release(group)  # the agent is stopping
                     raise GroupLockError(f"lock_group {group}: stopped while waiting")
 
-    def release(self) -> None:
+    def release(self, waiting: str | None = None) -> None:
+        """Give back every Lease held, and withdraw ``waiting`` (the one asked for and not
+        got: with a pool, its request for a slot would otherwise stay)."""
         if self.renewal is not None:  # first, so no renewal races the release
             self.renewal.stop()
             self.renewal = None
+        if waiting is not None and waiting not in self.held:
+            try:
+                self.locker.release(waiting)
+            except Exception as e:
+                log.warning("could not withdraw lock group %s: %s", waiting, e)
         for group in self.held:
             try:
                 self.locker.release(group)

@@ -140,8 +140,14 @@ class Upgrader:
         run: Callable[[Plan], RunResult] = execute,
         reboot: list[str] | None = None,
         clock: Callable[[], float] = time.time,
+        pooled: bool = False,
     ):
+        """``pooled``: ``locker`` also hands out the pool's slot (agent/poolslot.py), so an
+        upgrade without a group asks it too (name "": the slot, no Lease)."""
         self.name, self.family, self.metrics, self.locker = name, family, metrics, locker
+        self.pooled = pooled
+        self.asked: str | None = None  # a slot or Lease asked for and refused: withdrawn when
+        # the upgrade is no longer due, so a slot granted later is not held for nothing
         self.path = Path(state_dir) / "upgrade.json"
         self.run, self.clock = run, clock
         self.drainer, self.drain_timeout = drainer, drain_timeout
@@ -223,14 +229,18 @@ class Upgrader:
         reason = not_due(spec, held=held, last=max(tries) if tries else None, now=now)
         if reason:
             log.debug("no upgrade: %s", reason)
+            self._withdraw()
             return False
-        if spec.group and self.locker:
-            holder = self.locker.try_acquire(spec.group, UPGRADE_LEASE)
+        slot = spec.group or ("" if self.pooled else None)
+        if slot is not None and self.locker:
+            holder = self.locker.try_acquire(slot, UPGRADE_LEASE)
             if holder is not None:
-                log.info("upgrade group %s is held by %s; skipping this slot", spec.group, holder)
+                log.info("upgrade %s is held by %s; skipping this slot", slot or "slot", holder)
+                self.asked = slot
                 return False
-            self.state.group = spec.group
-            self.renewal = Renewal(self.locker, [spec.group], UPGRADE_LEASE)
+            self.asked = None
+            self.state.group = slot
+            self.renewal = Renewal(self.locker, [slot], UPGRADE_LEASE)
         self.upgrading = True
         try:
             left = self._cordon(now)
@@ -335,12 +345,21 @@ class Upgrader:
                 self.metrics.cordoned.labels(self.metrics.node or self.name).set(0)
             except Exception as e:  # kept: retried on the next upgrade check
                 log.warning("could not uncordon the Kubernetes Node: %s", e)
-        if self.state.group and self.locker:
+        if self.state.group is not None and self.locker:
             try:
                 self.locker.release(self.state.group)
             except Exception as e:  # it expires on its own
                 log.warning("could not release upgrade group %s: %s", self.state.group, e)
         self.state.group = None
+
+    def _withdraw(self) -> None:
+        if self.asked is None or self.locker is None:
+            return
+        try:
+            self.locker.release(self.asked)
+            self.asked = None
+        except Exception as e:  # the next check tries again
+            log.warning("could not withdraw the upgrade's request: %s", e)
 
     # -- status ------------------------------------------------------------------------------
 

@@ -55,8 +55,10 @@ def reconcile(
     *,
     now: str,
     mono: float,
+    gate: rollout.Gate | None = None,
 ) -> Outcome:
-    """The writes and Events that bring one ConfigSet's rollout and status up to date."""
+    """The writes and Events that bring one ConfigSet's rollout and status up to date;
+    ``gate``: the pools' budget this sync's rollouts share (controller/pools.py)."""
     name = raw["metadata"]["name"]
     cached = raw.get("status") or {}
     written = memory.written.get(name)
@@ -75,7 +77,15 @@ def reconcile(
         mine = [r for r in revisions if _owner(r) == name]
         last = memory.targets.get(name) or cached.get("updateRevision")
         step = staging.sync(
-            deferred, settings.namespace, raw, staged, nodes, mine, last, memory.ready_marked
+            deferred,
+            settings.namespace,
+            raw,
+            staged,
+            nodes,
+            mine,
+            last,
+            memory.ready_marked,
+            gate,
         )
         memory.targets[name] = step.extra["updateRevision"]
         effects.extend(deferred.effects)

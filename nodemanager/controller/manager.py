@@ -38,6 +38,9 @@ from nodemanager.controller import (
 from nodemanager.controller.configsets import Memory, Settings
 from nodemanager.controller.configsets import reconcile as reconcile_configset
 from nodemanager.controller.effects import Applied, Outcome, Write
+from nodemanager.controller.pools import Budget
+from nodemanager.controller.poolsync import PoolMemory
+from nodemanager.controller.poolsync import reconcile as reconcile_pools
 from nodemanager.controller.retry import Gate
 from nodemanager.controller.serve import ControllerMetrics, serve
 from nodemanager.controller.summary import NodeView
@@ -106,6 +109,7 @@ class Controller:
         self.informers = {
             "configsets": self._informer(watches.CONFIGSETS),
             "managednodes": self._informer(watches.MANAGEDNODES),
+            "nodepools": self._informer(watches.NODEPOOLS),
             # A renewal changes nothing to write: liveness is a matter of time, checked on
             # every tick, so the 500 renewals a second of 5,000 agents do not each wake a sync.
             "leases": Informer(watches.LEASES, self.clients, opts.namespace, lambda _k: None),
@@ -141,6 +145,7 @@ class Controller:
             else None
         )
         self._configsets = Memory()  # what ConfigSet reconciles remember between syncs
+        self._pools = PoolMemory()
         self._settings = Settings(opts.namespace, opts.progress_period, opts.sync_period)
         self._stale_written: dict[str, str] = {}  # node -> resourceVersion the write was based on
         self._warned: set[tuple[str, str, str]] = set()  # (node, field, resourceVersion)
@@ -172,7 +177,8 @@ class Controller:
         self._keys = set()
         views = [NodeView.from_dict(n) for n in nodes]
         self._warn_invalid(nodes, views)
-        self._sync_configsets(configsets, nodes, views)
+        budget = self._sync_pools(configsets, nodes, views)
+        self._sync_configsets(configsets, nodes, views, budget)
         self._prune(configsets, nodes)
         self._sync_liveness(nodes)
         if self.opts.manage_access:
@@ -229,8 +235,34 @@ class Controller:
         elif self._failing and (result.done or result.skipped or result.error is not None):
             self._unanswered_at, self._failing = time.monotonic(), False
 
-    def _sync_configsets(
+    def _sync_pools(
         self, configsets: list[dict[str, Any]], nodes: list[dict[str, Any]], views: list[NodeView]
+    ) -> Budget:
+        """Pools first: their budget is what every staged ConfigSet's rollout draws from."""
+        budget, work = reconcile_pools(
+            self.informers["nodepools"].items(),
+            configsets,
+            nodes,
+            views,
+            self._pools,
+            namespace=self.opts.namespace,
+            now=stamp(),
+            mono=time.monotonic(),
+        )
+        for key, version, outcome in work:
+
+            def remember(outcome: Outcome, _: Applied, key: str = key) -> None:
+                self._pools.applied(key.removeprefix("NodePool/"), outcome)
+
+            self._handle(key, version, outcome, remember)
+        return budget
+
+    def _sync_configsets(
+        self,
+        configsets: list[dict[str, Any]],
+        nodes: list[dict[str, Any]],
+        views: list[NodeView],
+        budget: Budget | None = None,
     ) -> None:
         revisions = self.informers["revisions"].items()
         now = stamp()
@@ -248,6 +280,7 @@ class Controller:
                     self._settings,
                     now=now,
                     mono=time.monotonic(),
+                    gate=budget,
                 )
 
             def remember(outcome: Outcome, _: Applied, name: str = name) -> None:

@@ -20,10 +20,11 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
+
+from nodemanager.api.pool import budget
 
 REVISIONS_FIELD = "configsetRevisions"
 READY_FIELD = "configsetReadySince"  # when the controller first saw a revision applied
@@ -54,12 +55,7 @@ class Rollout:
 
     def budget(self, matched: int) -> int:
         """maxUnavailable as a node count: a percentage rounds down, and never below 1."""
-        value = self.max_unavailable
-        if isinstance(value, str) and value.endswith("%"):
-            count = math.floor(matched * int(value[:-1]) / 100)
-        else:
-            count = int(value)
-        return max(1, count)
+        return budget(self.max_unavailable, matched)
 
 
 def content(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -113,12 +109,44 @@ class NodeState:
 class Plan:
     target: str
     admit: list[str] = field(default_factory=list)  # nodes to admit to the target now
+    # Nodes to admit to ``last_good`` now: joining while the rollout is paused or halted.
+    admit_last_good: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     unavailable: list[str] = field(default_factory=list)
     waiting: list[str] = field(default_factory=list)  # not admitted to the target yet
     down: list[str] = field(default_factory=list)  # not Ready or under memory pressure
     halted_by_failure: bool = False
+
+
+class Gate(Protocol):
+    """The node's pool (controller/pools.py): its budget is shared by every ConfigSet."""
+
+    def held(self, node: str) -> bool:
+        """Nothing may be admitted on this node (two pools select it)."""
+        ...
+
+    def take(self, node: str, *, force: bool = False) -> bool:
+        """A slot of the node's pool for a change: free when the node is disrupted already;
+        ``force`` (a node new to the pool) takes it whatever the budget says."""
+        ...
+
+    def min_ready(self, node: str) -> int:
+        """The pool's minReadySeconds for this node."""
+        ...
+
+
+class Unpooled:
+    """No pools: only the ConfigSet's own maxUnavailable counts."""
+
+    def held(self, node: str) -> bool:
+        return False
+
+    def take(self, node: str, *, force: bool = False) -> bool:
+        return True
+
+    def min_ready(self, node: str) -> int:
+        return 0
 
 
 def _ready_since(ready_since: str | None, now: dt.datetime, seconds: int) -> bool:
@@ -133,6 +161,33 @@ def _ready_since(ready_since: str | None, now: dt.datetime, seconds: int) -> boo
     return (now - since).total_seconds() >= seconds
 
 
+def _place(p: Plan, n: NodeState, target: str, ready: bool, broken: list[str]) -> None:
+    """Where one node stands against ``target`` (no admission decided here)."""
+    if n.down:
+        # As MCO: a node that is not Ready is unavailable, takes a slot, and is not changed.
+        p.down.append(n.name)
+        p.unavailable.append(n.name)
+        if n.admitted == target and n.reported == target and n.error:
+            p.failed.append(n.name)  # a failure still halts the rollout
+    elif n.admitted is None:
+        # New to the fleet (admitted at once) or an existing node newly staged (a new or
+        # re-created ConfigSet, rollout added, a label change): through the budget.
+        p.waiting.append(n.name)
+    elif n.admitted != target:
+        if n.error or n.reported != n.admitted:  # broken or busy at an older revision
+            broken.append(n.name)
+            p.unavailable.append(n.name)
+        else:
+            p.waiting.append(n.name)
+    elif n.reported == target and n.error:
+        p.failed.append(n.name)
+        p.unavailable.append(n.name)
+    elif n.reported == target and ready:
+        p.updated.append(n.name)
+    else:
+        p.unavailable.append(n.name)
+
+
 def plan(
     target: str,
     rollout: Rollout,
@@ -140,49 +195,59 @@ def plan(
     *,
     paused: bool,
     now: dt.datetime,
+    gate: Gate | None = None,
+    last_good: str | None = None,
 ) -> Plan:
-    """Which nodes to admit to ``target`` now, and where every matched node stands."""
+    """Which nodes to admit to ``target`` (or, paused or halted, to ``last_good``) now, and
+    where every matched node stands. ``gate`` is the pools' shared budget: a waiting node is
+    admitted only with a slot of the ConfigSet's maxUnavailable and of its pool's."""
+    g: Gate = gate or Unpooled()
     p = Plan(target)
     broken: list[str] = []
+    fresh = {n.name for n in nodes if n.admitted is None and n.fresh and not n.down}
     for n in sorted(nodes, key=lambda n: n.name):
-        if n.down:
-            # As MCO: a node that is not Ready is unavailable, takes a slot, and is not changed.
-            p.down.append(n.name)
-            p.unavailable.append(n.name)
-            if n.admitted == target and n.reported == target and n.error:
-                p.failed.append(n.name)  # a failure still halts the rollout
-        elif n.admitted is None and n.fresh:
-            p.admit.append(n.name)  # a new node gets the current revision at once
-            p.unavailable.append(n.name)
-        elif n.admitted is None:
-            # An existing node newly staged (a new or re-created ConfigSet, rollout added, a
-            # label change): a change like any other, through the budget.
-            p.waiting.append(n.name)
-        elif n.admitted != target:
-            if n.error or n.reported != n.admitted:  # broken or busy at an older revision
-                broken.append(n.name)
-                p.unavailable.append(n.name)
-            else:
-                p.waiting.append(n.name)
-        elif n.reported == target and n.error:
-            p.failed.append(n.name)
-            p.unavailable.append(n.name)
-        elif n.reported == target and _ready_since(n.ready_since, now, rollout.min_ready_seconds):
-            p.updated.append(n.name)
-        else:
-            p.unavailable.append(n.name)
+        seconds = max(rollout.min_ready_seconds, g.min_ready(n.name))
+        _place(p, n, target, _ready_since(n.ready_since, now, seconds), broken)
     p.halted_by_failure = bool(p.failed) and rollout.pause_on_failure
-    if paused or p.halted_by_failure:
+    held = paused or p.halted_by_failure
+    # A node new to the fleet gets the current configuration at once (as MCO): the target, or
+    # while paused or halted the last good revision (paused with none yet: the target; halted
+    # with none: it waits, the target failed).
+    new = [n for n in p.waiting if n in fresh and not g.held(n)]
+    dest = (last_good or (None if p.halted_by_failure else target)) if held else target
+    if new and dest:
+        into = p.admit if dest == target else p.admit_last_good
+        for name in new:
+            g.take(name, force=True)
+            into.append(name)
+            p.unavailable.append(name)
+        p.waiting = [n for n in p.waiting if n not in new]
+    if held:
+        # Nothing new at the target; an existing node that starts matching gets the last good
+        # revision, through the budget like any change.
+        joining = [n.name for n in nodes if n.admitted is None and n.name in p.waiting]
+        if last_good and last_good != target:
+            _admit(p, p.admit_last_good, sorted(joining), rollout.budget(len(nodes)), g)
         p.waiting = broken + p.waiting
         return p
     # Moving an already unavailable node costs no availability: those go first, always.
-    p.admit.extend(broken)
-    room = rollout.budget(len(nodes)) - len(p.unavailable)
-    if room > 0:
-        p.admit.extend(p.waiting[:room])
-        p.unavailable.extend(p.waiting[:room])
-        p.waiting = p.waiting[room:]
+    for name in broken:
+        (p.admit if g.take(name) else p.waiting).append(name)
+    _admit(p, p.admit, list(p.waiting), rollout.budget(len(nodes)), g)
     return p
+
+
+def _admit(p: Plan, into: list[str], candidates: list[str], limit: int, g: Gate) -> None:
+    """Admit ``candidates`` in order while the ConfigSet's budget has room and the node's pool
+    grants a slot (a node whose pool is full waits; the next one may be in another pool)."""
+    for name in candidates:
+        if len(p.unavailable) >= limit:
+            return
+        if g.held(name) or not g.take(name):
+            continue
+        into.append(name)
+        p.unavailable.append(name)
+        p.waiting.remove(name)
 
 
 def expired(revisions: Mapping[str, int], keep: set[str], limit: int) -> list[str]:

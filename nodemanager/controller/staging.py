@@ -77,6 +77,7 @@ def sync(
     revisions: Sequence[Mapping[str, Any]],
     last_target: str | None,
     marked: dict[tuple[str, str, str], str] | None = None,
+    gate: rollout.Gate | None = None,
 ) -> Outcome:
     """One rollout step for one ConfigSet; returns what its status should say."""
     meta, spec = cs.get("metadata") or {}, cs.get("spec") or {}
@@ -125,15 +126,19 @@ def sync(
                 view.condition("Ready") == "Unknown" or view.condition("MemoryPressure") == "True",
             )
         )
-    p = rollout.plan(target, settings, states, paused=bool(spec.get("paused")), now=now)
-    admitted = []
-    for node_name in p.admit:
-        try:
-            fleet.admit(node_name, rollout.REVISIONS_FIELD, name, target)
-            log.info("ConfigSet %s: admitted %s to %s", name, node_name, target)
-            admitted.append(node_name)
-        except KubeError as e:
-            log.warning("ConfigSet %s: cannot admit %s: %s", name, node_name, e)
+    good = last_good(states, mine, target)
+    p = rollout.plan(
+        target,
+        settings,
+        states,
+        paused=bool(spec.get("paused")),
+        now=now,
+        gate=gate,
+        last_good=good,
+    )
+    admitted = _admit(fleet, name, p.admit, target)
+    if good and p.admit_last_good:
+        _admit(fleet, name, p.admit_last_good, good)
     if admitted:
         at_target = sum(1 for s in states if s.admitted == target) + len(admitted)
         notes.append(events.admitted(mine[target], target, admitted, len(states), at_target))
@@ -162,6 +167,29 @@ def sync(
     if p.down and extra["notReadyNodes"] != (cs.get("status") or {}).get("notReadyNodes"):
         notes.append(events.not_ready(p.down))  # when the set changes, not every sync
     return Outcome(counts, extra, halted, notes)
+
+
+def last_good(
+    states: Sequence[rollout.NodeState], numbers: Mapping[str, int], target: str
+) -> str | None:
+    """The newest revision some matched node applied without error (the target only while no
+    node failed it): what a node joining a paused or halted rollout gets."""
+    failed = any(s.reported == target and s.error for s in states)
+    good = {
+        s.reported
+        for s in states
+        if s.reported and not s.error and s.reported == s.admitted and s.reported in numbers
+    }
+    if failed:
+        good.discard(target)
+    return max(good, key=lambda r: numbers[r], default=None)
+
+
+def _admit(fleet: Deferred, name: str, nodes: Sequence[str], revision: str) -> list[str]:
+    for node_name in nodes:
+        fleet.admit(node_name, rollout.REVISIONS_FIELD, name, revision)
+        log.info("ConfigSet %s: admitted %s to %s", name, node_name, revision)
+    return list(nodes)
 
 
 def _trim(

@@ -225,3 +225,28 @@ class FleetClient:
 
     def approve_csr(self, request: Mapping[str, Any], reason: str, message: str) -> None:
         csr.approve(self.clients.get(), request, reason, message)
+
+    def patch_node_spec(self, node: str, spec: Mapping[str, Any]) -> None:
+        """Merge ``spec`` into a ManagedNode's spec (fields nodes may not write; null deletes):
+        its pool, a disruption slot granted."""
+        self._patch_node_spec(node, {"spec": dict(spec)})
+
+    def create_pool(self, pool: dict[str, Any]) -> None:
+        """Create a NodePool (the default pool); one that exists already is left alone."""
+        try:
+            self._custom().create_namespaced_custom_object(
+                GROUP, VERSION, self.namespace, "nodepools", _body(pool),
+                field_manager=CONTROLLER_MANAGER,
+            )  # fmt: skip
+        except ApiException as e:
+            if e.status != 409:
+                raise translate(e) from e
+
+    def patch_pool_status(self, name: str, status: Mapping[str, Any]) -> None:
+        try:
+            self._custom().patch_namespaced_custom_object_status(
+                GROUP, VERSION, self.namespace, "nodepools", name, {"status": dict(status)},
+                field_manager=CONTROLLER_MANAGER,
+            )  # fmt: skip
+        except ApiException as e:
+            raise translate(e) from e

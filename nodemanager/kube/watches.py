@@ -27,6 +27,7 @@ def _custom(
 
 CONFIGSETS = Kind("configsets", _custom("configsets"))
 MANAGEDNODES = Kind("managednodes", _custom("managednodes"))
+NODEPOOLS = Kind("nodepools", _custom("nodepools"))
 SECRETS = Kind("secrets", lambda api: client.CoreV1Api(api).list_namespaced_secret)
 CONFIGMAPS = Kind("configmaps", lambda api: client.CoreV1Api(api).list_namespaced_config_map)
 # Leases as plain dicts through the generic path: 5,000 agents renew 500 a second, and the

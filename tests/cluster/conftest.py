@@ -35,7 +35,11 @@ def control_plane(tmp_path_factory):
         api = client.ApiextensionsV1Api(config.new_client_from_config(str(cp.kubeconfig)))
 
         def established():
-            for name in ("configsets.common.nodemanager", "managednodes.common.nodemanager"):
+            for name in (
+                "configsets.common.nodemanager",
+                "managednodes.common.nodemanager",
+                "nodepools.common.nodemanager",
+            ):
                 crd = api.read_custom_resource_definition(name)
                 conds = {c.type: c.status for c in (crd.status.conditions or [])}
                 assert conds.get("Established") == "True", name

@@ -29,7 +29,11 @@ def eventually(
 
 def crds_established(api) -> bool:
     """Both CRDs of the project are Established (an ApiextensionsV1Api)."""
-    for name in ("configsets.common.nodemanager", "managednodes.common.nodemanager"):
+    for name in (
+        "configsets.common.nodemanager",
+        "managednodes.common.nodemanager",
+        "nodepools.common.nodemanager",
+    ):
         crd = api.read_custom_resource_definition(name)
         conds = {c.type: c.status for c in crd.status.conditions or []}
         assert conds.get("Established") == "True", name

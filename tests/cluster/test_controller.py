@@ -8,7 +8,6 @@ import datetime as dt
 import signal
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,8 @@ from kubernetes import client, config, watch
 
 from nodemanager.controller.rollout import revision_name
 from tests.cluster.agent import Agent
-from tests.cluster.controller import ControllerProcess, shipped_kubeconfig
+from tests.cluster.controller import ControllerProcess
+from tests.cluster.fleet import make_namespace, start_agents, start_controller
 from tests.cluster.helpers import eventually
 from tests.cluster.test_daemon import GROUP, VERSION, condition, put_configset
 
@@ -28,14 +28,8 @@ SYNC_PERIOD = 1.0
 
 
 @pytest.fixture(scope="module")
-def fleet_ns(control_plane) -> Iterator[str]:
-    api = config.new_client_from_config(str(control_plane.kubeconfig))
-    name = f"fleet-{uuid.uuid4().hex[:6]}"
-    client.CoreV1Api(api).create_namespace(
-        client.V1Namespace(metadata=client.V1ObjectMeta(name=name))
-    )
-    yield name
-    api.close()
+def fleet_ns(control_plane) -> str:
+    return make_namespace(str(control_plane.kubeconfig), "fleet")
 
 
 @pytest.fixture(scope="module")
@@ -47,20 +41,9 @@ def fleet_dir(tmp_path_factory) -> Path:
 def agents(kubeconfig, fleet_ns, fleet_dir) -> Iterator[dict[str, Agent]]:
     started: dict[str, Agent] = {}
     try:
-        for i, host in enumerate(HOSTS):
-            labels = "role=web,color=blue" if i else "role=web"  # fleet-0 has no color
-            started[host] = Agent(
-                kubeconfig, fleet_ns, host, fleet_dir / host, "--node-labels", labels
-            )
-        # Started side by side: on a loaded machine five sequential starts take minutes.
-        threads = [
-            threading.Thread(target=a.start, kwargs={"timeout": 180}) for a in started.values()
-        ]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        assert all(a.get("/healthz", a.health_port) == 200 for a in started.values())
+        # fleet-0 has no color
+        labels = {h: "role=web,color=blue" if i else "role=web" for i, h in enumerate(HOSTS)}
+        start_agents(kubeconfig, fleet_ns, fleet_dir, labels, started)
         yield started
     finally:
         for a in started.values():
@@ -69,11 +52,7 @@ def agents(kubeconfig, fleet_ns, fleet_dir) -> Iterator[dict[str, Agent]]:
 
 @pytest.fixture(scope="module")
 def controller(kubeconfig, fleet_ns, fleet_dir, agents) -> Iterator[ControllerProcess]:
-    # With the credential deploy/controller.yaml ships: rollouts, status and Roles must work
-    # with exactly those permissions.
-    own = shipped_kubeconfig(kubeconfig, fleet_ns, fleet_dir)
-    c = ControllerProcess(own, fleet_ns, fleet_dir, "--sync-period", f"{SYNC_PERIOD:g}s").start()
-    eventually(c.leading, timeout=120, message="controller ready")
+    c = start_controller(kubeconfig, fleet_ns, fleet_dir, SYNC_PERIOD)
     yield c
     assert c.stop() == 0
 
@@ -300,6 +279,14 @@ class BetweenWatch:
     def stop(self):
         self._stop.set()
         self._w.stop()
+
+
+def set_pool(api, ns, name, spec):
+    """Merge ``spec`` into a NodePool's spec (the default pool exists once the controller ran)."""
+    eventually(lambda: get(api, ns, "nodepools", name), timeout=60, message=f"pool {name}")
+    client.CustomObjectsApi(api).patch_namespaced_custom_object(
+        GROUP, VERSION, ns, "nodepools", name, {"spec": spec}
+    )
 
 
 def nm(kubeconfig, ns, *args):
@@ -533,8 +520,9 @@ def test_killed_agent_is_ready_unknown_within_a_minute_and_true_when_back(
     for other in HOSTS[:4]:
         assert condition(get(api, fleet_ns, "managednodes", other), "Ready")["status"] != "Unknown"
 
-    # A staged change meanwhile: the dead node takes one of the two slots and is never
-    # admitted; the rollout names it, and past its deadline says it waits for it.
+    # A staged change meanwhile: the dead node takes one of the two slots of the pool and is
+    # never admitted; the rollout names it, and past its deadline says it waits for it.
+    set_pool(api, fleet_ns, "default", {"maxUnavailable": 2})
     name = "alive"
     spec = {
         "selector": {"matchLabels": {"role": "web"}},
@@ -571,6 +559,7 @@ def test_killed_agent_is_ready_unknown_within_a_minute_and_true_when_back(
         timeout=90,
         message="the node that came back is admitted and updated",
     )
+    set_pool(api, fleet_ns, "default", {"maxUnavailable": 1})
 
 
 # -- no path around the budget: rollout added with a change, delete and re-create ----------

@@ -3,6 +3,7 @@ the API with the field named, status subresource, printer columns and short name
 
 import json
 import subprocess
+import uuid
 
 import pytest
 import yaml
@@ -234,3 +235,32 @@ def test_upstreams_zero_durations_and_status_fields_are_accepted_and_kept(api_cl
             {"status": {"fileBackups": {"/etc/a\u2028b": sha}}},
         )
     assert "no control characters" in refused.value.body
+
+
+def test_nodepool_max_unavailable_is_validated_and_columns_print(kubeconfig, api_client, namespace):
+    api = client.CustomObjectsApi(api_client)
+
+    def pool(name, spec):
+        body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "NodePool", "metadata": {"name": name}}
+        return api.create_namespaced_custom_object(
+            GROUP, VERSION, namespace, "nodepools", {**body, "spec": spec}
+        )
+
+    for bad, says in (("lots", "spec.maxUnavailable"), (0, "must be at least 1"), ("5", None)):
+        if says is None:
+            pool("ok-string", {"maxUnavailable": bad})  # a count as a string is a count
+            continue
+        with pytest.raises(ApiException) as refused:
+            pool(f"bad-{uuid.uuid4().hex[:4]}", {"maxUnavailable": bad})
+        assert refused.value.status == 422 and says in refused.value.body, refused.value.body
+    created = pool(
+        "web", {"nodeSelector": {"matchLabels": {"role": "web"}}, "maxUnavailable": "25%"}
+    )
+    assert created["spec"]["progressDeadlineSeconds"] == 600  # the schema's default
+    assert pool("defaulted", {})["spec"]["maxUnavailable"] == 1
+    shown = kubectl(kubeconfig, "-n", namespace, "get", "np", "-o", "wide")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[0].split() == [
+        "NAME", "NODES", "READY", "UPDATED", "UPDATING", "UNAVAILABLE", "DEGRADED",
+        "MAXUNAVAILABLE", "PAUSED", "AGE",
+    ]  # fmt: skip

@@ -50,7 +50,11 @@ def plane(tmp_path_factory):
         api = client.ApiextensionsV1Api(config.new_client_from_config(str(cp.kubeconfig)))
 
         def established():
-            for name in ("configsets.common.nodemanager", "managednodes.common.nodemanager"):
+            for name in (
+                "configsets.common.nodemanager",
+                "managednodes.common.nodemanager",
+                "nodepools.common.nodemanager",
+            ):
                 conds = {
                     c.type: c.status
                     for c in api.read_custom_resource_definition(name).status.conditions or []

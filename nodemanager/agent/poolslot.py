@@ -1,0 +1,112 @@
+"""The pool's disruption budget, agent side: an OS upgrade or a lock_group restart waits for a
+slot the controller grants.
+
+The controller is the one place that counts a pool's disruptions: staged ConfigSet revisions
+it admits itself, and these. So a node whose ManagedNode has ``spec.pool`` (the controller
+writes it) asks for a slot by writing ``status.disruption`` ``{id, reason, since}`` and waits
+until ``spec.disruptionGranted`` (a field nodes cannot write) names that id; only then does it
+take the group Lease as before. The slot comes first and the Leases after, in that order
+everywhere, so a node holding a group Lease never waits for the pool. When the last user gives
+its slot back the request is removed and the controller frees the slot. Without ``spec.pool``
+(no controller, or an older one) only the group Leases count, as upstream.
+
+One ``PoolSlots`` per agent: the upgrade and the reconcile share one request (one field), each
+through its own ``Locker`` view (``slots.locker("OS upgrade")``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from nodemanager.agent.grouplocks import Locker
+
+log = logging.getLogger(__name__)
+POOL_FIELD, GRANT_FIELD, REQUEST_FIELD = "pool", "disruptionGranted", "disruption"
+
+
+class PoolSlots:
+    def __init__(
+        self,
+        inner: Locker,
+        node: Callable[[], Mapping[str, Any] | None],
+        write: Callable[[Mapping[str, Any]], object],
+    ) -> None:
+        """``node``: this node's ManagedNode as last seen; ``write``: merge-patch its status."""
+        self.inner, self.node, self.write = inner, node, write
+        self._lock = threading.Lock()
+        self._wanted: dict[tuple[str, str], None] = {}  # (reason, name), in the order asked
+        self._request = ""  # the id of the request this process wrote
+
+    def locker(self, reason: str) -> Locker:
+        return _View(self, reason)
+
+    def _me(self) -> Mapping[str, Any]:
+        return self.node() or {}
+
+    def acquire(self, reason: str, name: str, duration_seconds: int) -> str | None:
+        me = self._me()
+        spec = me.get("spec") or {}
+        if POOL_FIELD in spec:
+            with self._lock:
+                self._wanted[(reason, name)] = None
+                if not self._request:
+                    self._request = self._adopt(me) or uuid.uuid4().hex[:16]
+                    what = f"{reason} {name}".strip()
+                    self.write(
+                        {REQUEST_FIELD: {"id": self._request, "reason": what, "since": _now()}}
+                    )
+                    log.info("asked pool %s for a disruption slot (%s)", spec[POOL_FIELD], what)
+                request = self._request
+            if spec.get(GRANT_FIELD) != request:
+                return f"the budget of pool {spec[POOL_FIELD] or '(selected by two pools)'}"
+        if not name:
+            return None  # a slot only: no group Lease to take
+        return self.inner.try_acquire(name, duration_seconds)
+
+    def _adopt(self, me: Mapping[str, Any]) -> str:
+        """A request this node wrote before a restart (the reboot of an upgrade) is kept."""
+        found = (me.get("status") or {}).get(REQUEST_FIELD)
+        return str(found.get("id") or "") if isinstance(found, Mapping) else ""
+
+    def release(self, reason: str, name: str) -> None:
+        if name:
+            self.inner.release(name)
+        with self._lock:
+            self._wanted.pop((reason, name), None)
+            if self._wanted:
+                return
+            outstanding = self._request or self._adopt(self._me())
+            self._request = ""
+        if outstanding:
+            self.write({REQUEST_FIELD: None})
+            log.info("gave the disruption slot back")
+
+    def tidy(self) -> None:
+        """Remove a request nobody in this process waits for (left by a crash): a slot
+        granted to it would be held for nothing."""
+        with self._lock:
+            if self._wanted or not self._adopt(self._me()):
+                return
+            self._request = ""
+        self.write({REQUEST_FIELD: None})
+        log.info("removed a disruption request left by an earlier run")
+
+
+class _View:
+    def __init__(self, slots: PoolSlots, reason: str) -> None:
+        self.slots, self.reason = slots, reason
+
+    def try_acquire(self, name: str, duration_seconds: int = 300) -> str | None:
+        return self.slots.acquire(self.reason, name, duration_seconds)
+
+    def release(self, name: str) -> None:
+        self.slots.release(self.reason, name)
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -1,0 +1,98 @@
+"""NodePool: a set of nodes sharing one disruption budget (MachineConfigPool is the model).
+
+Every ManagedNode is in exactly one pool: the pool whose ``spec.nodeSelector`` matches it, else
+the default pool (named ``default``, kept by the controller, its selector ignored: it holds the
+rest). A node two pools match is in neither: it is held (nothing new admitted) until an
+administrator resolves it. ``maxUnavailable`` (a count, or "N%" of the pool's nodes rounded
+down, never below 1) bounds how many of the pool's nodes are being disrupted at once: a new
+revision of any staged ConfigSet, an OS upgrade, a ``lock_group`` restart.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from nodemanager.api.configset import LabelSelector, _selector
+from nodemanager.api.errors import FieldError, InvalidObject
+from nodemanager.api.reader import Reader
+
+KIND = "NodePool"
+DEFAULT_POOL = "default"
+DEFAULT_PROGRESS_DEADLINE = 600
+
+
+@dataclass(frozen=True)
+class NodePool:
+    name: str
+    selector: LabelSelector | None = None  # None: the default pool (or a pool matching nothing)
+    max_unavailable: int | str = 1
+    paused: bool = False
+    min_ready_seconds: int = 0
+    progress_deadline_seconds: int = DEFAULT_PROGRESS_DEADLINE
+    generation: int = 0
+
+    @property
+    def is_default(self) -> bool:
+        return self.name == DEFAULT_POOL
+
+    def budget(self, nodes: int) -> int:
+        """maxUnavailable as a node count: a percentage of ``nodes`` rounds down, never below 1
+        (a pool that may change no node would never finish)."""
+        return budget(self.max_unavailable, nodes)
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> NodePool:
+        """Parse one NodePool object; raise InvalidObject naming every bad field."""
+        errors: list[FieldError] = []
+        root = Reader(raw, "", errors)
+        meta, spec = root.child("metadata"), root.child("spec")
+        name = meta.string("name", required=True) or ""
+        value = (raw.get("spec") or {}).get("maxUnavailable", 1)
+        if not valid_max_unavailable(value):
+            spec.error("maxUnavailable", f'must be a count or "N%", not {value!r}')
+            value = 1
+        pool = cls(
+            name=name,
+            selector=_selector(spec.child("nodeSelector")) if spec.has("nodeSelector") else None,
+            max_unavailable=value,
+            paused=spec.boolean("paused", default=False),
+            min_ready_seconds=spec.integer("minReadySeconds") or 0,
+            progress_deadline_seconds=spec.integer("progressDeadlineSeconds")
+            or DEFAULT_PROGRESS_DEADLINE,
+            generation=meta.integer("generation") or 0,
+        )
+        if errors:
+            raise InvalidObject(KIND, name, errors)
+        return pool
+
+
+def valid_max_unavailable(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return value >= 0
+    return isinstance(value, str) and (
+        value.isdigit() or (value.endswith("%") and value[:-1].isdigit())
+    )
+
+
+def budget(max_unavailable: int | str, nodes: int) -> int:
+    """A maxUnavailable value as a node count of ``nodes``: "N%" rounds down; at least 1."""
+    if isinstance(max_unavailable, str) and max_unavailable.endswith("%"):
+        count = math.floor(nodes * int(max_unavailable[:-1]) / 100)
+    else:
+        count = int(max_unavailable)
+    return max(1, count)
+
+
+def default_pool(namespace: str) -> dict[str, Any]:
+    """The default pool the controller creates when there is none: maxUnavailable 1, as MCO's."""
+    return {
+        "apiVersion": "common.nodemanager/v1",
+        "kind": KIND,
+        "metadata": {"name": DEFAULT_POOL, "namespace": namespace},
+        "spec": {"maxUnavailable": 1},
+    }

@@ -1,0 +1,125 @@
+"""A NodePool's status (pure): counts, names and the Updated, Updating and Degraded conditions.
+
+``kubectl wait --for=condition=Updated nodepool/x`` is the operator's question: every node of
+the pool runs every ConfigSet that selects it at its current revision or generation, nothing is
+being disrupted, and no node is in two pools.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from nodemanager.api.pool import NodePool
+from nodemanager.controller.conditions import by_type, condition
+from nodemanager.controller.events import names
+from nodemanager.controller.pools import Budget, Member, Target, updated
+
+NAMES = 10
+
+
+@dataclass(frozen=True)
+class PoolCounts:
+    nodes: list[str]
+    ready: list[str]
+    updated: list[str]
+    updating: list[str]
+    unavailable: list[str]
+    degraded: list[str]
+    disruptions: list[str]
+    conflicting: list[str]
+
+
+def counts(
+    pool: NodePool,
+    nodes: Sequence[Member],
+    budget: Budget,
+    why: Mapping[str, str],
+    targets: Sequence[Target],
+) -> PoolCounts:
+    mine = sorted(
+        (n for n in nodes if budget.member.get(n.name) == pool.name), key=lambda n: n.name
+    )
+    busy = budget.busy.get(pool.name, set())
+    degraded = [n.name for n in mine if n.report.condition("Degraded") == "True"]
+    return PoolCounts(
+        nodes=[n.name for n in mine],
+        ready=[n.name for n in mine if n.report.condition("Ready") == "True"],
+        updated=[n.name for n in mine if n.name not in why and updated(n, targets)],
+        updating=[n.name for n in mine if n.name in why and not n.down and n.name not in degraded],
+        unavailable=sorted(n for n in busy if n in why),
+        degraded=degraded,
+        disruptions=[n.name for n in mine if n.granted and n.granted == n.request],
+        conflicting=sorted(n for n, pools in budget.conflicts.items() if pool.name in pools),
+    )
+
+
+def pool_status(
+    raw: Mapping[str, Any],
+    pool: NodePool,
+    c: PoolCounts,
+    limit: int,
+    now: str,
+    stalled: str = "",
+) -> dict[str, Any]:
+    """The status the controller wants for one NodePool; ``stalled`` names the nodes waited
+    for past progressDeadlineSeconds."""
+    previous = by_type((raw.get("status") or {}).get("conditions"))
+    total, done = len(c.nodes), len(c.updated)
+    is_updated = done == total and not c.unavailable and not c.conflicting
+    if is_updated:
+        updating = ("False", "AllNodesUpdated", f"{done} of {total} nodes updated")
+    elif pool.paused:
+        updating = ("False", "Paused", f"spec.paused is set; {done} of {total} nodes updated")
+    elif stalled:
+        updating = ("True", "ProgressDeadlineExceeded", stalled)
+    else:
+        waiting = [n for n in c.nodes if n not in c.updated]
+        updating = (
+            "True",
+            "NodesUpdating",
+            f"{done} of {total} nodes updated; waiting for {names(waiting)}",
+        )
+    problems = []
+    if c.degraded:
+        problems.append(f"degraded: {names(c.degraded)}")
+    if c.conflicting:
+        problems.append(f"selected by two pools (held): {names(c.conflicting)}")
+    gen = pool.generation
+    return {
+        "observedGeneration": gen,
+        "nodes": total,
+        "ready": len(c.ready),
+        "updated": done,
+        "updating": len(c.updating),
+        "unavailable": len(c.unavailable),
+        "degraded": len(c.degraded),
+        "maxUnavailable": limit,
+        "unavailableNodes": c.unavailable[:NAMES],
+        "disruptions": c.disruptions[:NAMES],
+        "conflictingNodes": c.conflicting[:NAMES],
+        "conditions": [
+            condition(
+                previous,
+                "Updated",
+                is_updated,
+                "AllNodesUpdated" if is_updated else "NodesNotUpdated",
+                f"{done} of {total} nodes updated",
+                gen,
+                now,
+            ),
+            condition(previous, "Updating", updating[0], updating[1], updating[2], gen, now),
+            condition(
+                previous,
+                "Degraded",
+                bool(problems),
+                ("NodesInTwoPools" if c.conflicting else "NodesDegraded")
+                if problems
+                else "AsExpected",
+                "; ".join(problems),
+                gen,
+                now,
+            ),
+        ],
+    }

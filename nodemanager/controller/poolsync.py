@@ -1,0 +1,157 @@
+"""Reconcile the pools from the caches: the default pool, each node's spec.pool, disruption
+grants and each pool's status, as outcomes (effects.py); never calls the API server.
+
+Runs before the ConfigSets in every sync and returns the ``Budget`` their rollouts draw from, so
+a disruption request and every staged ConfigSet share one count per pool. A grant is computed
+as if it succeeded (the budget counts it); one that fails is retried with its own backoff and
+the next sync recounts from the nodes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nodemanager.api import InvalidObject
+from nodemanager.api.pool import DEFAULT_POOL, NodePool, default_pool
+from nodemanager.controller.effects import Outcome, Write
+from nodemanager.controller.events import Note, names
+from nodemanager.controller.pools import (
+    GRANT_FIELD,
+    POOL_FIELD,
+    Budget,
+    Member,
+    Target,
+    grants,
+    placements,
+)
+from nodemanager.controller.poolstatus import PoolCounts, counts, pool_status
+from nodemanager.controller.summary import NodeView, differs
+from nodemanager.kube.recorder import involved
+
+log = logging.getLogger(__name__)
+Work = tuple[str, str, Outcome]  # (retry key, resourceVersion, outcome)
+
+
+@dataclass
+class PoolMemory:
+    written: dict[str, dict[str, Any]] = field(default_factory=dict)  # cache may lag
+    progress: dict[str, tuple[int, float]] = field(default_factory=dict)  # (updated, since)
+    warned: set[tuple[str, str]] = field(default_factory=set)  # (pool, resourceVersion)
+
+    def applied(self, name: str, outcome: Outcome) -> None:
+        for effect in outcome.effects:
+            if isinstance(effect, Write) and effect.method == "patch_pool_status":
+                self.written[name] = effect.args[1]
+
+
+def parse(raw_pools: Sequence[Mapping[str, Any]], memory: PoolMemory) -> list[NodePool]:
+    pools = []
+    for raw in raw_pools:
+        try:
+            pools.append(NodePool.from_dict(raw))
+        except InvalidObject as e:  # the CRD refuses most; an invalid pool selects nothing
+            meta = raw["metadata"]
+            key = (str(meta.get("name")), str(meta.get("resourceVersion")))
+            if key not in memory.warned:
+                log.warning("%s", e)
+                memory.warned.add(key)
+    return pools
+
+
+def reconcile(
+    raw_pools: Sequence[Mapping[str, Any]],
+    configsets: Sequence[Mapping[str, Any]],
+    nodes: Sequence[Mapping[str, Any]],
+    views: Sequence[NodeView],
+    memory: PoolMemory,
+    *,
+    namespace: str,
+    now: str,
+    mono: float,
+) -> tuple[Budget, list[Work]]:
+    """This sync's budget, and the writes that bring pools and memberships up to date."""
+    work: list[Work] = []
+    if not any(p["metadata"]["name"] == DEFAULT_POOL for p in raw_pools):
+        create = Write("pool_created", "create_pool", (default_pool(namespace),))
+        work.append((f"NodePool/{DEFAULT_POOL}", "", Outcome((create,))))
+    pools = parse(raw_pools, memory)
+    members = [Member.of(raw, view) for raw, view in zip(nodes, views, strict=True)]
+    targets = [Target.of(cs) for cs in configsets]
+    budget, why = Budget.of(pools, members, targets, dt.datetime.now(dt.UTC))
+    raw_of = {n["metadata"]["name"]: n for n in nodes}
+
+    def on_node(node: str, what: str, spec: Mapping[str, Any], notes: tuple[Note, ...]) -> None:
+        raw = raw_of[node]
+        write = Write(what, "patch_node_spec", (node, dict(spec)))
+        outcome = Outcome((write,), notes, involved(raw, "ManagedNode"))
+        work.append((f"{what}/{node}", str(raw["metadata"].get("resourceVersion", "")), outcome))
+
+    for node, pool in placements(members, budget.member, budget.conflicts):
+        held = () if pool else (_two_pools(node, budget.conflicts[node]),)
+        on_node(node, "pool", {POOL_FIELD: pool}, held)
+    granted, revoked = grants(budget, members)
+    for node, request in granted:
+        on_node(node, "grant", {GRANT_FIELD: request}, ())
+    for node in revoked:
+        on_node(node, "grant", {GRANT_FIELD: None}, ())
+    parsed = {p.name: p for p in pools}
+    for raw in raw_pools:
+        found = parsed.get(raw["metadata"]["name"])
+        if found is None:
+            continue
+        c = counts(found, members, budget, why, targets)
+        wanted = _status(raw, found, c, budget.limit(found.name), memory, now, mono)
+        if wanted is not None:
+            write = Write("pool_status", "patch_pool_status", (found.name, wanted))
+            meta = raw["metadata"]
+            work.append(
+                (f"NodePool/{found.name}", str(meta.get("resourceVersion", "")), Outcome((write,)))
+            )
+    return budget, work
+
+
+def _status(
+    raw: Mapping[str, Any],
+    pool: NodePool,
+    c: PoolCounts,
+    limit: int,
+    memory: PoolMemory,
+    now: str,
+    mono: float,
+) -> dict[str, Any] | None:
+    """The status to write, or None when the stored (or just written) one says it already."""
+    cached = raw.get("status") or {}
+    written = memory.written.get(pool.name)
+    if written is not None and not differs(written, cached):
+        del memory.written[pool.name]  # the cache caught up
+        written = None
+    base = {**raw, "status": written if written is not None else cached}
+    wanted = pool_status(base, pool, c, limit, now, _stalled(memory, pool, c, mono))
+    return wanted if differs(wanted, base["status"]) else None
+
+
+def _stalled(memory: PoolMemory, pool: NodePool, c: PoolCounts, mono: float) -> str:
+    """Nodes to update and none newly updated for progressDeadlineSeconds (the controller's
+    clock; a restart gives a whole deadline again)."""
+    waiting = [n for n in c.nodes if n not in c.updated]
+    prior = memory.progress.get(pool.name)
+    if prior is None or prior[0] != len(c.updated) or not waiting or pool.paused:
+        memory.progress[pool.name] = (len(c.updated), mono)
+        return ""
+    if mono - prior[1] < pool.progress_deadline_seconds:
+        return ""
+    return f"no node updated for {pool.progress_deadline_seconds}s; waiting for {names(waiting)}"
+
+
+def _two_pools(node: str, pools: list[str]) -> Note:
+    return Note(
+        "NodeInTwoPools",
+        f"ManagedNode {node} is selected by NodePools {' and '.join(pools)}: held, nothing is "
+        "admitted on it until one pool's nodeSelector stops matching it",
+        key=f"two-pools-{node}",
+        warning=True,
+    )

@@ -1,0 +1,450 @@
+"""NodePools on the real control plane: the real controller (shipped RBAC) and five real agents.
+Every count of disrupted nodes is taken from a watch of the ManagedNodes, never from sleeps.
+
+A node is *disrupted* while a staged ConfigSet admitted it to a revision it does not report
+applied (or reports with an error), or while it holds a slot granted for an OS upgrade or a
+lock_group restart (spec.disruptionGranted names its status.disruption request).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client, config, watch
+
+from nodemanager.agent.grouplocks import GroupLocks
+from nodemanager.agent.poolslot import PoolSlots
+from nodemanager.kube.client import ClientFactory
+from nodemanager.kube.locks import GroupLock
+from nodemanager.kube.nodes import NodeClient
+from tests.cluster.agent import Agent
+from tests.cluster.controller import ControllerProcess
+from tests.cluster.fleet import make_namespace, start_agents, start_controller
+from tests.cluster.helpers import eventually
+from tests.cluster.test_controller import after_more_syncs, get, nm, rollout_status, set_pool
+from tests.cluster.test_daemon import GROUP, VERSION, put_configset
+
+pytestmark = [pytest.mark.cluster, pytest.mark.ansible]
+HOSTS = [f"pool-{i}" for i in range(5)]
+
+
+@pytest.fixture(scope="module")
+def pool_ns(control_plane) -> str:
+    return make_namespace(str(control_plane.kubeconfig), "pools")
+
+
+@pytest.fixture(scope="module")
+def pool_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("pools")
+
+
+@pytest.fixture(scope="module")
+def agents(kubeconfig, pool_ns, pool_dir) -> Iterator[dict[str, Agent]]:
+    started: dict[str, Agent] = {}
+    try:
+        start_agents(kubeconfig, pool_ns, pool_dir, dict.fromkeys(HOSTS, "role=web"), started)
+        yield started
+    finally:
+        for a in started.values():
+            a.stop()
+
+
+@pytest.fixture(scope="module")
+def controller(kubeconfig, pool_ns, pool_dir, agents) -> Iterator[ControllerProcess]:
+    c = start_controller(kubeconfig, pool_ns, pool_dir)
+    yield c
+    assert c.stop() == 0
+
+
+@pytest.fixture
+def api(kubeconfig) -> Iterator[client.ApiClient]:
+    a = config.new_client_from_config(kubeconfig)
+    yield a
+    a.close()
+
+
+def custom(api) -> client.CustomObjectsApi:
+    return client.CustomObjectsApi(api)
+
+
+def put_pool(api, ns, name, spec):
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "NodePool",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+    try:
+        custom(api).create_namespaced_custom_object(GROUP, VERSION, ns, "nodepools", body)
+    except client.ApiException as e:
+        if e.status != 409:
+            raise
+        custom(api).patch_namespaced_custom_object(
+            GROUP, VERSION, ns, "nodepools", name, {"spec": spec}
+        )
+
+
+def label(api, ns, node, labels):
+    custom(api).patch_namespaced_custom_object(
+        GROUP, VERSION, ns, "managednodes", node, {"metadata": {"labels": labels}}
+    )
+
+
+class Disrupted:
+    """Watches every ManagedNode; the most nodes ever disrupted at once (see the module doc)."""
+
+    def __init__(self, api, ns, configsets):
+        self.configsets, self.most, self.now = configsets, 0, {}
+        self.log: list[tuple[str, list[str]]] = []
+        self._stop = threading.Event()
+        self._w = watch.Watch()
+        threading.Thread(target=self._run, args=(api, ns), daemon=True).start()
+
+    def why(self, obj) -> str:
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        request = (status.get("disruption") or {}).get("id")
+        if request and spec.get("disruptionGranted") == request:
+            return "granted"
+        reported = {e["name"]: e for e in status.get("configsets") or []}
+        for name in self.configsets:
+            admitted = (spec.get("configsetRevisions") or {}).get(name)
+            entry = reported.get(name, {})
+            if admitted and (entry.get("revision") != admitted or entry.get("error")):
+                return name
+        return ""
+
+    def _run(self, api, ns):
+        try:
+            for event in self._w.stream(
+                custom(api).list_namespaced_custom_object, GROUP, VERSION, ns, "managednodes",
+                timeout_seconds=600,
+            ):  # fmt: skip
+                obj = event["object"]
+                why = self.why(obj)
+                if why:
+                    self.now[obj["metadata"]["name"]] = why
+                else:
+                    self.now.pop(obj["metadata"]["name"], None)
+                self.log.append((obj["metadata"]["name"], sorted(self.now.items())))
+                self.most = max(self.most, len(self.now))
+                if self._stop.is_set():
+                    return
+        except Exception:
+            if not self._stop.is_set():
+                raise
+
+    def stop(self):
+        self._stop.set()
+        self._w.stop()
+
+
+def pool_updated(kubeconfig, ns, name, timeout="150s"):
+    done = subprocess.run(
+        ["kubectl", "--kubeconfig", kubeconfig, "-n", ns, "wait", "--for=condition=Updated",
+         f"nodepool/{name}", f"--timeout={timeout}"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return get_pool(kubeconfig, ns, name)
+
+
+def get_pool(kubeconfig, ns, name) -> dict[str, Any]:
+    api = config.new_client_from_config(kubeconfig)
+    try:
+        return get(api, ns, "nodepools", name)
+    finally:
+        api.close()
+
+
+def staged(path, content, selector=None, max_unavailable=2):
+    return {
+        "selector": selector or {"matchLabels": {"role": "web"}},
+        "rollout": {"maxUnavailable": max_unavailable},
+        "files": [{"path": str(path), "content": content}],
+    }
+
+
+def settled(api, ns, name, count=len(HOSTS)):
+    def check():
+        cs = get(api, ns, "configsets", name)
+        s = cs.get("status") or {}
+        assert s.get("observedGeneration") == cs["metadata"]["generation"], s
+        assert s.get("updated") == count and not s.get("unavailable"), s
+        return s
+
+    return check
+
+
+def settled_at_v1(api, ns, directory, name, pool_budget):
+    """Pool web's maxUnavailable set; ConfigSet ``name`` staged and applied on every node."""
+    set_pool(api, ns, "web", {"maxUnavailable": pool_budget})
+    spec = staged(directory / name, "v1\n")
+    put_configset(api, ns, name, spec)
+    eventually(settled(api, ns, name), timeout=150, message=f"{name} v1")
+    return spec
+
+
+def test_default_pool_and_two_configsets_changed_together_share_the_pool_budget(
+    api, kubeconfig, pool_ns, pool_dir, agents, controller, measured
+):
+    # The controller made the default pool; every node is in it.
+    default = eventually(lambda: get(api, pool_ns, "nodepools", "default"), timeout=60)
+    assert default["spec"]["maxUnavailable"] == 1
+    eventually(
+        lambda: all(
+            get(api, pool_ns, "managednodes", h)["spec"].get("pool") == "default" for h in HOSTS
+        ),
+        timeout=60,
+        message="every node in the default pool",
+    )
+    put_pool(
+        api, pool_ns, "web", {"nodeSelector": {"matchLabels": {"role": "web"}}, "maxUnavailable": 2}
+    )
+    eventually(
+        lambda: all(
+            get(api, pool_ns, "managednodes", h)["spec"].get("pool") == "web" for h in HOSTS
+        ),
+        timeout=60,
+        message="every node in pool web",
+    )
+    specs = {n: staged(pool_dir / n, "v1\n") for n in ("alpha", "beta")}
+    for name, spec in specs.items():
+        put_configset(api, pool_ns, name, spec)
+    for name in specs:
+        eventually(settled(api, pool_ns, name), timeout=120, message=f"{name} v1")
+    pool_updated(kubeconfig, pool_ns, "web")
+
+    # Both changed in one go, each allowing 2: the pool allows 2 nodes in all, not 4.
+    watcher = Disrupted(api, pool_ns, list(specs))
+    try:
+        started = time.monotonic()
+        for name, spec in specs.items():
+            put_configset(
+                api,
+                pool_ns,
+                name,
+                {**spec, "files": [{"path": str(pool_dir / name), "content": "v2\n"}]},
+            )
+        eventually(
+            lambda: get(api, pool_ns, "configsets", "beta")["status"].get("revision") == 2,
+            timeout=60,
+        )
+        for name in specs:
+            eventually(settled(api, pool_ns, name), timeout=240, message=f"{name} v2")
+        took = time.monotonic() - started
+        pool = pool_updated(kubeconfig, pool_ns, "web")
+    finally:
+        watcher.stop()
+    assert 1 <= watcher.most <= 2, watcher.log
+    measured("two staged ConfigSets, 5 nodes, pool maxUnavailable 2", took)
+    s = pool["status"]
+    assert (s["nodes"], s["ready"], s["updated"], s["unavailable"], s["degraded"]) == (
+        5,
+        5,
+        5,
+        0,
+        0,
+    )
+    printed = subprocess.run(
+        ["kubectl", "--kubeconfig", kubeconfig, "-n", pool_ns, "get", "nodepools"],
+        capture_output=True, text=True, timeout=60,
+    ).stdout  # fmt: skip
+    header = printed.splitlines()[0].split()
+    assert header[:7] == [
+        "NAME",
+        "NODES",
+        "READY",
+        "UPDATED",
+        "UPDATING",
+        "UNAVAILABLE",
+        "DEGRADED",
+    ]
+
+
+def _slots(kubeconfig, ns, host) -> tuple[PoolSlots, ClientFactory]:
+    """The agent's own admission path (agent/poolslot.py over kube/locks.py and the node's
+    status writer), driven for ``host`` from the test: a real upgrade would reboot this box."""
+    clients = ClientFactory(kubeconfig)
+    node = NodeClient(clients, ns, host)
+    reader = config.new_client_from_config(kubeconfig)
+    return (
+        PoolSlots(
+            GroupLock(clients, ns, host),
+            lambda: client.CustomObjectsApi(reader).get_namespaced_custom_object(
+                GROUP, VERSION, ns, "managednodes", host
+            ),
+            node.patch_status,
+        ),
+        clients,
+    )
+
+
+def test_os_upgrade_and_lock_group_admission_path_share_the_budget_with_a_rollout(
+    api, kubeconfig, pool_ns, pool_dir, agents, controller
+):
+    name = "cfg"
+    spec = settled_at_v1(api, pool_ns, pool_dir, name, pool_budget=1)
+    slots, clients = _slots(kubeconfig, pool_ns, HOSTS[0])
+    upgrade = slots.locker("OS upgrade")
+    watcher = Disrupted(api, pool_ns, [name, "alpha", "beta"])
+    try:
+        # The idle pool grants the OS upgrade its slot.
+        eventually(lambda: upgrade.try_acquire("", 300) is None, timeout=60, message="granted")
+        # A config change meanwhile: only the node holding the slot may take it (no cost).
+        spec["files"] = [{"path": str(pool_dir / name), "content": "v2\n"}]
+        put_configset(api, pool_ns, name, spec)
+        eventually(lambda: rollout_status(api, pool_ns, name).get("revision") == 2, timeout=60)
+        after_more_syncs(controller, 5)
+        target = rollout_status(api, pool_ns, name)["updateRevision"]
+        admitted = {
+            h: get(api, pool_ns, "managednodes", h)["spec"]["configsetRevisions"][name]
+            for h in HOSTS
+        }
+        assert [h for h, r in admitted.items() if r == target] in ([], [HOSTS[0]]), admitted
+        pool = get(api, pool_ns, "nodepools", "web")["status"]
+        assert pool["disruptions"] == [HOSTS[0]] and pool["unavailable"] == 1, pool
+        upgrade.release("")  # the upgrade is over: the rollout goes on
+        eventually(settled(api, pool_ns, name), timeout=180, message="cfg v2")
+
+        # A lock_group restart asked for during the next rollout waits for a free slot.
+        lock = GroupLocks(slots.locker("lock_group"), timeout=240, poll=0.5)
+        spec["files"] = [{"path": str(pool_dir / name), "content": "v3\n"}]
+        put_configset(api, pool_ns, name, spec)
+        eventually(lambda: rollout_status(api, pool_ns, name).get("unavailable") == 1, timeout=60)
+        lock.acquire([f"restart-{uuid.uuid4().hex[:4]}"])  # blocks until granted
+        lock.release()
+        eventually(settled(api, pool_ns, name), timeout=180, message="cfg v3")
+    finally:
+        watcher.stop()
+        clients.close()
+    assert watcher.most == 1, watcher.log
+    assert any("granted" in dict(now).values() for _, now in watcher.log)
+    assert "disruption" not in (get(api, pool_ns, "managednodes", HOSTS[0]).get("status") or {})
+
+
+def test_a_node_joining_during_a_halt_gets_the_last_good_revision(
+    api, kubeconfig, pool_ns, pool_dir, agents, controller
+):
+    set_pool(api, pool_ns, "web", {"maxUnavailable": 2})
+    joining = HOSTS[4]
+    # The bad revision fails on pool-0 only (it lacks the label the template reads), so one
+    # failure halts the rollout and leaves a slot for the joining node.
+    label(api, pool_ns, HOSTS[0], {"tier": "app"})
+    for h in HOSTS[1:4]:
+        label(api, pool_ns, h, {"tier": "app", "present": "yes"})
+    name = "halt"
+    selector = {"matchLabels": {"tier": "app"}}
+    spec = staged(pool_dir / name, "good\n", selector)
+    put_configset(api, pool_ns, name, spec)
+    good = eventually(settled(api, pool_ns, name, 4), timeout=150, message="good on 4")[
+        "updateRevision"
+    ]
+    spec["files"] = [{"path": str(pool_dir / name), "template": "{{ node.labels['present'] }}"}]
+    put_configset(api, pool_ns, name, spec)
+
+    def halted():
+        cs = get(api, pool_ns, "configsets", name)
+        assert (cs.get("status") or {}).get("failed", 0) >= 1, cs.get("status")
+        return cs
+
+    bad = eventually(halted, timeout=120, message="halted on failure")["status"]["updateRevision"]
+    label(api, pool_ns, joining, {"tier": "app", "present": "yes"})
+
+    def at_last_good():
+        node = get(api, pool_ns, "managednodes", joining)
+        entry = next(e for e in node["status"].get("configsets") or [] if e["name"] == name)
+        assert node["spec"]["configsetRevisions"][name] == good != bad
+        assert entry.get("revision") == good and not entry.get("error"), entry
+        return entry
+
+    eventually(at_last_good, timeout=120, message="the joining node runs the last good revision")
+    after_more_syncs(controller)
+    assert get(api, pool_ns, "managednodes", joining)["spec"]["configsetRevisions"][name] == good
+    # undo goes back through the budget; the pool is Updated after.
+    watcher = Disrupted(api, pool_ns, [name])
+    try:
+        assert nm(kubeconfig, pool_ns, "undo", f"configset/{name}").returncode == 0
+        eventually(settled(api, pool_ns, name), timeout=150, message="undone")
+        pool_updated(kubeconfig, pool_ns, "web")
+    finally:
+        watcher.stop()
+    assert watcher.most <= 2, watcher.log
+
+
+def test_rollout_removed_and_re_added_with_a_change_goes_through_the_pool(
+    api, kubeconfig, pool_ns, pool_dir, agents, controller
+):
+    name = "readd"
+    spec = settled_at_v1(api, pool_ns, pool_dir, name, pool_budget=1)
+    unstaged = {k: v for k, v in spec.items() if k != "rollout"}
+    put_configset(api, pool_ns, name, unstaged)
+    eventually(
+        lambda: (
+            not any(
+                (get(api, pool_ns, "managednodes", h)["spec"].get("configsetRevisions") or {}).get(
+                    name
+                )
+                for h in HOSTS
+            )
+        ),
+        timeout=60,
+        message="admissions pruned once unstaged",
+    )
+    watcher = Disrupted(api, pool_ns, [name])
+    try:
+        put_configset(
+            api,
+            pool_ns,
+            name,
+            {**spec, "files": [{"path": str(pool_dir / name), "content": "v2\n"}]},
+        )
+        eventually(settled(api, pool_ns, name), timeout=180, message="v2 staged again")
+    finally:
+        watcher.stop()
+    assert watcher.most == 1, watcher.log
+
+
+def test_a_node_two_pools_select_is_held_and_named(api, kubeconfig, pool_ns, agents, controller):
+    put_pool(
+        api,
+        pool_ns,
+        "overlap",
+        {"nodeSelector": {"matchLabels": {"kubernetes.io/hostname": HOSTS[1]}}},
+    )
+
+    def held():
+        node = get(api, pool_ns, "managednodes", HOSTS[1])
+        assert node["spec"].get("pool") == "", node["spec"]
+        for name in ("web", "overlap"):
+            pool = get(api, pool_ns, "nodepools", name)
+            assert HOSTS[1] in pool["status"]["conflictingNodes"], pool["status"]
+            degraded = next(c for c in pool["status"]["conditions"] if c["type"] == "Degraded")
+            assert degraded["reason"] == "NodesInTwoPools" and HOSTS[1] in degraded["message"]
+        return node
+
+    eventually(held, timeout=60, message="held, named by both pools")
+    events = (
+        client.CoreV1Api(api)
+        .list_namespaced_event(
+            pool_ns,
+            field_selector=f"involvedObject.kind=ManagedNode,involvedObject.name={HOSTS[1]}",
+        )
+        .items
+    )
+    assert any(
+        e.reason == "NodeInTwoPools" and "overlap" in e.message and "web" in e.message
+        for e in events
+    )
+    custom(api).delete_namespaced_custom_object(GROUP, VERSION, pool_ns, "nodepools", "overlap")
+    eventually(
+        lambda: get(api, pool_ns, "managednodes", HOSTS[1])["spec"].get("pool") == "web",
+        timeout=60,
+        message="back in web",
+    )

@@ -1,0 +1,97 @@
+"""The agent's side of the pool budget: a request in status, a grant in spec, Leases after."""
+
+from __future__ import annotations
+
+import pytest
+
+from nodemanager.agent.grouplocks import GroupLockError, GroupLocks
+from nodemanager.agent.poolslot import PoolSlots
+
+
+class Leases:
+    """A stand-in for kube/locks.py GroupLock: records calls, every Lease free."""
+
+    def __init__(self):
+        self.calls = []
+
+    def try_acquire(self, name, duration_seconds=300):
+        self.calls.append(("acquire", name))
+        return None
+
+    def release(self, name):
+        self.calls.append(("release", name))
+
+
+class Node:
+    """This node's ManagedNode as the agent's cache shows it; writes merge into status."""
+
+    def __init__(self, spec):
+        self.obj = {"spec": spec, "status": {}}
+        self.writes = []
+
+    def get(self):
+        return self.obj
+
+    def write(self, patch):
+        self.writes.append(patch)
+        for k, v in patch.items():
+            if v is None:
+                self.obj["status"].pop(k, None)
+            else:
+                self.obj["status"][k] = v
+
+
+def test_without_a_pool_only_the_lease_counts():
+    leases, node = Leases(), Node({})
+    slots = PoolSlots(leases, node.get, node.write)
+    assert slots.locker("lock_group").try_acquire("web") is None
+    assert slots.locker("OS upgrade").try_acquire("") is None
+    assert node.writes == [] and leases.calls == [("acquire", "web")]
+
+
+def test_a_pooled_node_asks_waits_for_the_grant_then_takes_the_lease_and_gives_back():
+    leases, node = Leases(), Node({"pool": "db"})
+    slots = PoolSlots(leases, node.get, node.write)
+    view = slots.locker("lock_group")
+    assert view.try_acquire("web") == "the budget of pool db"
+    request = node.obj["status"]["disruption"]
+    assert request["reason"] == "lock_group web" and leases.calls == []
+    assert view.try_acquire("web") is not None and len(node.writes) == 1  # asked once
+    node.obj["spec"]["disruptionGranted"] = request["id"]
+    assert view.try_acquire("web") is None and leases.calls == [("acquire", "web")]
+    view.release("web")
+    assert "disruption" not in node.obj["status"] and leases.calls[-1] == ("release", "web")
+
+
+def test_upgrade_and_lock_group_share_one_request():
+    leases, node = Leases(), Node({"pool": "default"})
+    slots = PoolSlots(leases, node.get, node.write)
+    up, lock = slots.locker("OS upgrade"), slots.locker("lock_group")
+    up.try_acquire("")
+    lock.try_acquire("web")
+    assert len(node.writes) == 1
+    up.release("")
+    assert "disruption" in node.obj["status"]  # lock_group still waits
+    lock.release("web")
+    assert "disruption" not in node.obj["status"]
+
+
+def test_a_request_left_by_a_restart_is_adopted_or_tidied():
+    node = Node({"pool": "default", "disruptionGranted": "old"})
+    node.obj["status"]["disruption"] = {"id": "old", "reason": "OS upgrade"}
+    slots = PoolSlots(Leases(), node.get, node.write)
+    assert slots.locker("OS upgrade").try_acquire("") is None  # the grant it had is kept
+    slots.locker("OS upgrade").release("")
+    assert node.obj["status"] == {}
+    node.obj["status"]["disruption"] = {"id": "stale"}
+    PoolSlots(Leases(), node.get, node.write).tidy()
+    assert node.obj["status"] == {}
+
+
+def test_a_lock_group_that_times_out_withdraws_its_request():
+    node = Node({"pool": "default"})
+    slots = PoolSlots(Leases(), node.get, node.write)
+    locks = GroupLocks(slots.locker("lock_group"), wait=lambda s: False, timeout=0, poll=0)
+    with pytest.raises(GroupLockError, match="budget of pool default"):
+        locks.acquire(["web"])
+    assert node.obj["status"] == {}

@@ -1,0 +1,215 @@
+"""Pools: membership, disruption read from the nodes, the shared budget, grants, pool status."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from nodemanager.api import InvalidObject
+from nodemanager.api.pool import NodePool, budget
+from nodemanager.controller.pools import Budget, Member, Target, assign, grants, placements
+from nodemanager.controller.poolstatus import counts, pool_status
+from nodemanager.controller.rollout import NodeState, Rollout, plan, revision_name
+
+NOW = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
+STAMP = "2026-01-01T12:00:00Z"
+
+
+def node(name, labels=None, *, spec=None, entries=(), ready="True", request=None, degraded=False):
+    status = {
+        "configsets": [dict(e) for e in entries],
+        "conditions": [
+            {"type": "Ready", "status": ready},
+            {"type": "Degraded", "status": "True" if degraded else "False"},
+        ],
+    }
+    if request:
+        status["disruption"] = {"id": request, "reason": "os upgrade"}
+    raw = {
+        "metadata": {"name": name, "labels": labels or {"role": "web"}},
+        "spec": spec or {},
+        "status": status,
+    }
+    return Member.of(raw)
+
+
+def pool(name, max_unavailable=1, **kw):
+    spec = {"maxUnavailable": max_unavailable, **kw}
+    if name != "default":
+        spec.setdefault("nodeSelector", {"matchLabels": {"pool": name}})
+    return NodePool.from_dict({"metadata": {"name": name}, "spec": spec})
+
+
+def staged(name, content="v1", min_ready=0):
+    spec = {
+        "selector": {"matchLabels": {"role": "web"}},
+        "rollout": {"maxUnavailable": 5, "minReadySeconds": min_ready},
+        "files": [{"path": f"/{name}", "content": content}],
+    }
+    return Target.of({"metadata": {"name": name, "generation": 1}, "spec": spec}), spec
+
+
+@pytest.mark.parametrize(
+    ("value", "nodes", "want"),
+    [
+        (1, 10, 1),
+        (3, 10, 3),
+        ("25%", 10, 2),
+        ("10%", 5, 1),
+        ("0%", 4, 1),
+        ("100%", 4, 4),
+        (0, 3, 1),
+    ],
+)
+def test_max_unavailable_as_a_count_rounds_down_and_is_at_least_one(value, nodes, want):
+    assert budget(value, nodes) == want
+
+
+def test_a_bad_max_unavailable_names_the_field():
+    with pytest.raises(InvalidObject, match="spec.maxUnavailable"):
+        NodePool.from_dict({"metadata": {"name": "x"}, "spec": {"maxUnavailable": "lots"}})
+
+
+def test_every_node_in_exactly_one_pool_and_two_pools_is_a_conflict():
+    pools = [pool("default"), pool("db"), pool("edge", nodeSelector={"matchLabels": {"zone": "e"}})]
+    nodes = [
+        node("a", {"pool": "db"}),
+        node("b", {}),
+        node("c", {"pool": "db", "zone": "e"}),
+        node("d", {"zone": "e"}, spec={"pool": "edge"}),
+    ]
+    member, conflicts = assign(pools, nodes)
+    assert member == {"a": "db", "b": "default", "d": "edge"}
+    assert conflicts == {"c": ["db", "edge"]}
+    # spec.pool is written where it differs; "" for the held node.
+    assert placements(nodes, member, conflicts) == [("a", "db"), ("b", "default"), ("c", "")]
+
+
+def test_two_staged_configsets_share_one_slot_of_the_pool():
+    (one, _), (two, _) = staged("one", "v2"), staged("two", "v2")
+    nodes = [node(f"n{i}") for i in range(4)]
+    b, why = Budget.of([pool("default")], nodes, [one, two], NOW)
+    assert why == {} and b.limit("default") == 1
+    old = [NodeState(f"n{i}", "r1", "r1", "", STAMP) for i in range(4)]
+    first = plan(one.revision, Rollout(5), old, paused=False, now=NOW, gate=b)
+    second = plan(two.revision, Rollout(5), old, paused=False, now=NOW, gate=b)
+    # The ConfigSets allow 5 each; the pool allows one node: both changes go to that node.
+    assert first.admit == ["n0"] and second.admit == ["n0"]
+
+
+def test_a_node_changing_for_one_configset_blocks_the_pool_for_another():
+    one, _ = staged("one", "v2")
+    two, _ = staged("two", "v2")
+    busy = node(
+        "n0",
+        spec={"configsetRevisions": {"one": one.revision}},
+        entries=[{"name": "one", "generation": 1, "revision": "old"}],
+    )
+    nodes = [busy, *(node(f"n{i}") for i in (1, 2))]
+    b, why = Budget.of([pool("default")], nodes, [one, two], NOW)
+    assert why == {"n0": "ConfigSet one"}
+    states = [NodeState(f"n{i}", "r1", "r1", "", STAMP) for i in (1, 2)]
+    assert plan(two.revision, Rollout(5), states, paused=False, now=NOW, gate=b).admit == []
+    # With two slots, one more node goes.
+    b, _ = Budget.of([pool("default", 2)], nodes, [one, two], NOW)
+    assert plan(two.revision, Rollout(5), states, paused=False, now=NOW, gate=b).admit == ["n1"]
+
+
+def test_min_ready_seconds_of_the_pool_keeps_a_node_disrupted():
+    one, _ = staged("one")
+    ready = {"one": {"revision": one.revision, "since": "2026-01-01T11:59:30Z"}}
+    n = node(
+        "n0",
+        spec={"configsetRevisions": {"one": one.revision}, "configsetReadySince": ready},
+        entries=[{"name": "one", "generation": 1, "revision": one.revision}],
+    )
+    assert Budget.of([pool("default")], [n], [one], NOW)[1] == {}
+    slow = pool("default", minReadySeconds=60)
+    assert Budget.of([slow], [n], [one], NOW)[1] == {"n0": "ConfigSet one (minReadySeconds)"}
+
+
+def test_not_ready_nodes_take_slots_and_pools_are_independent():
+    nodes = [node("a", ready="Unknown"), node("b"), node("c", {"pool": "db"})]
+    b, why = Budget.of([pool("default"), pool("db")], nodes, [], NOW)
+    assert why == {"a": "not ready"}
+    assert not b.take("b")  # default's one slot is a's
+    assert b.take("c") and not b.take("b")
+    assert b.take("a")  # a change on a disrupted node costs nothing
+
+
+def test_grants_go_through_the_budget_and_stale_ones_are_revoked():
+    nodes = [
+        node("a", request="r-a"),
+        node("b", request="r-b"),
+        node("c", spec={"disruptionGranted": "old"}),
+    ]
+    b, _ = Budget.of([pool("default")], nodes, [], NOW)
+    assert grants(b, nodes) == ([("a", "r-a")], ["c"])
+    # a holds its grant: it is disrupted, b waits.
+    nodes[0] = node("a", request="r-a", spec={"disruptionGranted": "r-a"})
+    b, why = Budget.of([pool("default")], nodes, [], NOW)
+    assert why["a"] == "os upgrade" and grants(b, nodes) == ([], ["c"])
+
+
+def test_a_paused_pool_grants_nothing_and_admits_only_new_nodes():
+    nodes = [node("a", request="r-a"), node("b")]
+    b, _ = Budget.of([pool("default", paused=True)], nodes, [], NOW)
+    assert grants(b, nodes) == ([], [])
+    fresh = [
+        NodeState("b", None, None, "", None, fresh=True),
+        NodeState("a", "r1", "r1", "", STAMP),
+    ]
+    p = plan("r2", Rollout(1), fresh, paused=False, now=NOW, gate=b)
+    assert p.admit == ["b"] and p.waiting == ["a"]
+
+
+def test_held_node_is_never_admitted():
+    nodes = [node("c", {"pool": "db", "zone": "e"})]
+    pools = [pool("db"), pool("edge", nodeSelector={"matchLabels": {"zone": "e"}})]
+    b, _ = Budget.of(pools, nodes, [], NOW)
+    fresh = [NodeState("c", None, None, "", None, fresh=True)]
+    assert plan("r1", Rollout(1), fresh, paused=False, now=NOW, gate=b).admit == []
+    assert grants(b, [node("c", {"pool": "db", "zone": "e"}, request="x")]) == ([], [])
+
+
+def test_joining_a_halted_rollout_gets_the_last_good_revision_through_the_budget():
+    states = [
+        NodeState("a", "bad", "bad", "boom", STAMP),
+        NodeState("b", "good", "good", "", STAMP),
+        NodeState("c", None, "good", "", None),  # an existing node that starts matching
+        NodeState("d", None, None, "", None, fresh=True),  # new to the fleet
+    ]
+    p = plan("bad", Rollout(1), states, paused=False, now=NOW, last_good="good")
+    assert p.halted_by_failure and p.admit == []
+    assert p.admit_last_good == ["d"]  # at once (new); c waits: a and d hold the slot
+    p = plan("bad", Rollout(3), states, paused=False, now=NOW, last_good="good")
+    assert p.admit_last_good == ["d", "c"]
+
+
+def test_pool_status_counts_and_conditions():
+    one, _ = staged("one")
+    good = {"name": "one", "generation": 1, "revision": one.revision}
+    nodes = [
+        node("a", spec={"configsetRevisions": {"one": one.revision}}, entries=[good]),
+        node("b", spec={"configsetRevisions": {"one": one.revision}}, entries=[]),
+        node("c", ready="Unknown", degraded=True),
+    ]
+    default = pool("default")
+    b, why = Budget.of([default], nodes, [one], NOW)
+    c = counts(default, nodes, b, why, [one])
+    assert (c.updated, c.updating, c.unavailable, c.degraded) == (["a"], ["b"], ["b", "c"], ["c"])
+    s = pool_status({}, default, c, b.limit("default"), STAMP)
+    assert (s["nodes"], s["ready"], s["updated"], s["unavailable"]) == (3, 2, 1, 2)
+    conds = {x["type"]: x for x in s["conditions"]}
+    assert conds["Updated"]["status"] == "False" and conds["Updating"]["status"] == "True"
+    assert conds["Degraded"]["status"] == "True" and "c" in conds["Degraded"]["message"]
+    done = [node("a", spec={"configsetRevisions": {"one": one.revision}}, entries=[good])]
+    b, why = Budget.of([default], done, [one], NOW)
+    s = pool_status({}, default, counts(default, done, b, why, [one]), 1, STAMP)
+    assert {x["type"]: x["status"] for x in s["conditions"]} == {
+        "Updated": "True",
+        "Updating": "False",
+        "Degraded": "False",
+    }
+    assert revision_name("one", staged("one")[1]) == one.revision
