@@ -41,6 +41,7 @@ class PoolSlots:
         self._lock = threading.Lock()
         self._wanted: dict[tuple[str, str], None] = {}  # (reason, name), in the order asked
         self._request = ""  # the id of the request this process wrote
+        self._tidied = False
 
     def locker(self, reason: str) -> Locker:
         return _View(self, reason)
@@ -87,10 +88,15 @@ class PoolSlots:
             log.info("gave the disruption slot back")
 
     def tidy(self) -> None:
-        """Remove a request nobody in this process waits for (left by a crash): a slot
-        granted to it would be held for nothing."""
+        """Once, when this node's ManagedNode is first known: remove a request nobody in this
+        process waits for (left by a crash), since a slot granted to it would be held for
+        nothing. Only once: later requests are this process's own, or an operator's."""
+        me = self.node()
+        if self._tidied or not me:
+            return
+        self._tidied = True
         with self._lock:
-            if self._wanted or not self._adopt(self._me()):
+            if self._wanted or not self._adopt(me):
                 return
             self._request = ""
         self.write({REQUEST_FIELD: None})

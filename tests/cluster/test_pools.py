@@ -28,6 +28,7 @@ from tests.cluster.agent import Agent
 from tests.cluster.controller import ControllerProcess
 from tests.cluster.fleet import make_namespace, start_agents, start_controller
 from tests.cluster.helpers import eventually
+from tests.cluster.test_bootstrap import bootstrapped, node_name  # noqa: F401 (fixtures)
 from tests.cluster.test_controller import after_more_syncs, get, nm, rollout_status, set_pool
 from tests.cluster.test_daemon import GROUP, VERSION, put_configset
 
@@ -121,24 +122,34 @@ class Disrupted:
         return ""
 
     def _run(self, api, ns):
-        try:
-            for event in self._w.stream(
-                custom(api).list_namespaced_custom_object, GROUP, VERSION, ns, "managednodes",
-                timeout_seconds=600,
-            ):  # fmt: skip
-                obj = event["object"]
-                why = self.why(obj)
-                if why:
-                    self.now[obj["metadata"]["name"]] = why
-                else:
-                    self.now.pop(obj["metadata"]["name"], None)
-                self.log.append((obj["metadata"]["name"], sorted(self.now.items())))
-                self.most = max(self.most, len(self.now))
-                if self._stop.is_set():
-                    return
-        except Exception:
-            if not self._stop.is_set():
-                raise
+        while not self._stop.is_set():
+            try:
+                self._stream(api, ns)
+            except client.ApiException as e:
+                # A watch cache behind the list's resourceVersion (504) or a compacted one
+                # (410): list and watch again; the list shows every node's current state.
+                if e.status not in (410, 504) and not self._stop.is_set():
+                    raise
+            except Exception:
+                if not self._stop.is_set():
+                    raise
+                return
+
+    def _stream(self, api, ns):
+        for event in self._w.stream(
+            custom(api).list_namespaced_custom_object, GROUP, VERSION, ns, "managednodes",
+            timeout_seconds=600,
+        ):  # fmt: skip
+            obj = event["object"]
+            why = self.why(obj)
+            if why:
+                self.now[obj["metadata"]["name"]] = why
+            else:
+                self.now.pop(obj["metadata"]["name"], None)
+            self.log.append((obj["metadata"]["name"], sorted(self.now.items())))
+            self.most = max(self.most, len(self.now))
+            if self._stop.is_set():
+                return
 
     def stop(self):
         self._stop.set()
@@ -359,8 +370,8 @@ def test_a_node_joining_during_a_halt_gets_the_last_good_revision(
 
     def at_last_good():
         node = get(api, pool_ns, "managednodes", joining)
-        entry = next(e for e in node["status"].get("configsets") or [] if e["name"] == name)
-        assert node["spec"]["configsetRevisions"][name] == good != bad
+        entry = next((e for e in node["status"].get("configsets") or [] if e["name"] == name), {})
+        assert (node["spec"].get("configsetRevisions") or {}).get(name) == good != bad
         assert entry.get("revision") == good and not entry.get("error"), entry
         return entry
 
@@ -448,3 +459,53 @@ def test_a_node_two_pools_select_is_held_and_named(api, kubeconfig, pool_ns, age
         timeout=60,
         message="back in web",
     )
+
+
+def test_a_node_can_ask_for_a_slot_but_not_grant_one_or_touch_pools(
+    kubeconfig,
+    bootstrapped,  # noqa: F811
+    node_name,  # noqa: F811
+):
+    """With the node's own credential (rbac, token, bootstrap): no NodePool access at all; its
+    status.disruption request is its own to write, spec.pool and spec.disruptionGranted not."""
+    ns, _, permanent = bootstrapped
+    admin, own = (config.new_client_from_config(str(k)) for k in (kubeconfig, permanent))
+    try:
+        put_pool(admin, ns, "default", {"maxUnavailable": 1})
+        node = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ManagedNode"}
+        custom(own).create_namespaced_custom_object(
+            GROUP, VERSION, ns, "managednodes", {**node, "metadata": {"name": node_name}}
+        )
+        refused = {
+            "create a pool": lambda: put_pool(own, ns, "mine", {"maxUnavailable": 100}),
+            "write pool status": lambda: custom(own).patch_namespaced_custom_object_status(
+                GROUP, VERSION, ns, "nodepools", "default", {"status": {"nodes": 0}}
+            ),
+            "grant itself a slot": lambda: custom(own).patch_namespaced_custom_object(
+                GROUP,
+                VERSION,
+                ns,
+                "managednodes",
+                node_name,
+                {"spec": {"disruptionGranted": "x"}},
+            ),  # fmt: skip
+            "leave its pool": lambda: custom(own).patch_namespaced_custom_object(
+                GROUP, VERSION, ns, "managednodes", node_name, {"spec": {"pool": "mine"}}
+            ),
+        }
+        for what, call in refused.items():
+            with pytest.raises(client.ApiException) as e:
+                call()
+            assert e.value.status in (403, 422), (what, e.value.status)
+        asked = {
+            "disruption": {"id": "abc", "reason": "OS upgrade", "since": "2026-01-01T00:00:00Z"}
+        }
+        custom(own).patch_namespaced_custom_object_status(
+            GROUP, VERSION, ns, "managednodes", node_name, {"status": asked}
+        )
+        stored = get(admin, ns, "managednodes", node_name)
+        assert stored["status"]["disruption"]["id"] == "abc"
+        assert "disruptionGranted" not in (stored.get("spec") or {})
+    finally:
+        admin.close()
+        own.close()

@@ -84,8 +84,13 @@ def test_a_request_left_by_a_restart_is_adopted_or_tidied():
     slots.locker("OS upgrade").release("")
     assert node.obj["status"] == {}
     node.obj["status"]["disruption"] = {"id": "stale"}
-    PoolSlots(Leases(), node.get, node.write).tidy()
+    fresh = PoolSlots(Leases(), node.get, node.write)
+    fresh.tidy()
     assert node.obj["status"] == {}
+    # Once only: a request written later (by this process or by hand) is left alone.
+    node.obj["status"]["disruption"] = {"id": "later"}
+    fresh.tidy()
+    assert node.obj["status"]["disruption"] == {"id": "later"}
 
 
 def test_a_lock_group_that_times_out_withdraws_its_request():
