@@ -213,3 +213,33 @@ def test_pool_status_counts_and_conditions():
         "Degraded": "False",
     }
     assert revision_name("one", staged("one")[1]) == one.revision
+
+
+def test_reconcile_creates_the_default_pool_places_nodes_grants_and_writes_status():
+    from nodemanager.controller.poolsync import PoolMemory, reconcile
+    from nodemanager.controller.summary import NodeView
+
+    raws = [
+        {"metadata": {"name": "a", "labels": {}, "resourceVersion": "1"}, "spec": {}},
+        {
+            "metadata": {"name": "b", "labels": {}, "resourceVersion": "2"},
+            "spec": {"pool": "default"},
+            "status": {"disruption": {"id": "r1", "reason": "OS upgrade"}},
+        },
+    ]
+    views = [NodeView.from_dict(r) for r in raws]
+    memory = PoolMemory()
+    _, work = reconcile([], [], raws, views, memory, namespace="ns", now=STAMP, mono=0.0)
+    calls = [(key, [(e.method, e.args) for e in o.effects]) for key, _, o in work]
+    assert calls[0][0] == "NodePool/default" and calls[0][1][0][0] == "create_pool"
+    assert ("pool/a", [("patch_node_spec", ("a", {"pool": "default"}))]) in calls
+    assert ("grant/b", [("patch_node_spec", ("b", {"disruptionGranted": "r1"}))]) in calls
+    pool = {"metadata": {"name": "default", "resourceVersion": "9"}, "spec": {"maxUnavailable": 1}}
+    _, work = reconcile([pool], [], raws, views, memory, namespace="ns", now=STAMP, mono=0.0)
+    (status,) = [o for key, _, o in work if key == "NodePool/default"]
+    written = status.effects[0].args[1]
+    assert written["nodes"] == 2 and written["maxUnavailable"] == 1
+    memory.applied("default", status)
+    # Written and not yet in the cache: not written again.
+    _, work = reconcile([pool], [], raws, views, memory, namespace="ns", now=STAMP, mono=1.0)
+    assert not [k for k, _, _ in work if k == "NodePool/default"]
