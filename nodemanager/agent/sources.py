@@ -16,6 +16,8 @@ from typing import Any
 
 import yaml
 
+from nodemanager.agent import largeyaml
+
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
 
 
@@ -90,6 +92,9 @@ def _documents_of(path: Path) -> list[Any]:
     loader = _UniqueKeyLoader
     if str(path) == "-":
         return list(yaml.load_all(_text(path), Loader=loader))
+    apart = largeyaml.load_all(path, loader)  # long contents without a second copy
+    if apart is not None:
+        return apart
     with open(path, "rb") as stream:
         return list(yaml.load_all(stream, Loader=loader))
 

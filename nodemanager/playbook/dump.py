@@ -31,6 +31,24 @@ class Unsafe(str):
     """A string from user input that Ansible must not template."""
 
 
+class LongUnsafe:
+    """A long string from user input (a file's content) that Ansible must not template, held
+    as the same object: an ``Unsafe`` is a str subclass, so making one copies the text (50 MB
+    more for a 50 MB file, ``make bench BENCH=large``). Written exactly as ``Unsafe``."""
+
+    __slots__ = ("text",)
+    ABOVE = 1 << 20  # characters; shorter strings are simply ``Unsafe``
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LongUnsafe) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+
 # libyaml's emitter when present: the pure-Python one takes minutes for a 50 MB file's content.
 _Base = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
@@ -52,7 +70,7 @@ def _block_safe(value: str) -> bool:
     )
 
 
-def _represent_unsafe(dumper: yaml.SafeDumper, value: Unsafe) -> yaml.Node:
+def _represent_unsafe(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
     text = str(value)
     if implicit_tag(text) != STR_TAG:
         # Ansible would retype it under !unsafe; quoted without a tag it stays this string.
@@ -74,6 +92,7 @@ def _special(value: str) -> bool:
 
 
 _Dumper.add_representer(Unsafe, _represent_unsafe)
+_Dumper.add_representer(LongUnsafe, lambda dumper, value: _represent_unsafe(dumper, value.text))
 _Dumper.add_representer(str, _represent_str)
 
 

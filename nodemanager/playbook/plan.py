@@ -16,6 +16,7 @@ from typing import Any
 
 from nodemanager.desired.merge import DesiredState
 from nodemanager.playbook import render
+from nodemanager.playbook.dump import LongUnsafe
 from nodemanager.playbook.steps import Origin, Step
 
 # Task keys that are Ansible keywords; the one other key of a task is its module.
@@ -122,6 +123,8 @@ _CHUNK = 1 << 20
 def _digested(value: Any) -> Any:
     """``value`` with every long string replaced by a tagged SHA-256 of its UTF-8 bytes,
     encoded a chunk at a time."""
+    if isinstance(value, LongUnsafe):
+        value = value.text  # the same digest as the text it carries
     if isinstance(value, str) and len(value) > _DIGEST_WHOLE:
         h = hashlib.sha256()
         for at in range(0, len(value), _CHUNK):

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from nodemanager.playbook import platforms
-from nodemanager.playbook.dump import Unsafe
+from nodemanager.playbook.dump import LongUnsafe, Unsafe
 from nodemanager.playbook.steps import EXEC_PATH, Step, StepKind, exec_argv
 
 if TYPE_CHECKING:
@@ -81,6 +81,8 @@ def fill(skeleton: Any, values: Mapping[str, Any]) -> Any:
 def _unsafe(value: Any) -> Any:
     if isinstance(value, str):
         # Ansible 2.19 loads an empty `!unsafe ''` as null; an empty string has nothing to template.
+        if len(value) > LongUnsafe.ABOVE:
+            return LongUnsafe(value)  # not a copy of a file's megabytes
         return Unsafe(value) if value else value
     if isinstance(value, (list, tuple)):
         return [_unsafe(v) for v in value]

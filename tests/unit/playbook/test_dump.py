@@ -8,7 +8,9 @@ import pytest
 from nodemanager.api import ConfigSet
 from nodemanager.desired.merge import merge
 from nodemanager.playbook.build import build
-from nodemanager.playbook.dump import Unsafe, to_yaml
+from nodemanager.playbook.dump import LongUnsafe, Unsafe, to_yaml
+from nodemanager.playbook.plan import _digested
+from nodemanager.playbook.render import fill
 from nodemanager.playbook.steps import user_argv
 
 loader = pytest.importorskip("ansible.parsing.yaml.loader")
@@ -141,3 +143,16 @@ def test_rendered_modes_and_args_keep_their_meaning():
         "0644",
         "*x",
     ]
+
+
+def test_a_long_content_is_held_not_copied_and_written_as_unsafe():
+    """Over LongUnsafe.ABOVE characters a ConfigSet value is carried as the same str object
+    (an Unsafe would be a copy: +50 MB for a 50 MB file), written and digested exactly as an
+    Unsafe of the same text."""
+    text = "ünïcödé {{ lookup('pipe', 'id') }}\n" * (LongUnsafe.ABOVE // 30)
+    filled = fill({"content": "$content", "dest": "$path"}, {"content": text, "path": "/x"})
+    assert isinstance(filled["content"], LongUnsafe) and filled["content"].text is text
+    assert isinstance(filled["dest"], Unsafe)
+    assert to_yaml([{"content": filled["content"]}]) == to_yaml([{"content": Unsafe(text)}])
+    assert "!unsafe" in to_yaml([{"content": filled["content"]}])[:40]
+    assert _digested(filled) == _digested({"content": text, "dest": "/x"})
