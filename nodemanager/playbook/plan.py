@@ -17,37 +17,11 @@ from typing import Any
 from nodemanager.desired.merge import DesiredState
 from nodemanager.playbook import render
 from nodemanager.playbook.dump import LongUnsafe
+from nodemanager.playbook.render import TASK_KEYWORDS, module_of
 from nodemanager.playbook.steps import Origin, Step
 
-# Task keys that are Ansible keywords; the one other key of a task is its module.
-TASK_KEYWORDS = frozenset(
-    {
-        "name",
-        "listen",
-        "notify",
-        "ignore_errors",
-        "no_log",
-        "diff",
-        "when",
-        "register",
-        "tags",
-        "vars",
-        "changed_when",
-        "become",
-        "become_user",
-        "become_method",
-        "environment",
-    }
-)
-
-
-def module_of(task: Mapping[str, Any]) -> tuple[str, Any]:
-    """The module a task calls and its parameters."""
-    (module,) = [k for k in task if k not in TASK_KEYWORDS]
-    return module, task[module]
-
-
 TaskOrigin = Origin  # the name the executor and agent know
+__all__ = ["TASK_KEYWORDS", "Plan", "TaskOrigin", "module_of"]
 
 
 @dataclass(frozen=True)

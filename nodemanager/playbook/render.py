@@ -9,13 +9,14 @@ through here, so what Ansible runs is what the steps say. No I/O beyond loading 
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from nodemanager.playbook import platforms
 from nodemanager.playbook.dump import LongUnsafe, Unsafe
-from nodemanager.playbook.steps import EXEC_PATH, Step, StepKind, exec_argv
+from nodemanager.playbook.steps import EXEC_PATH, Origin, Step, StepKind, exec_argv
 
 if TYPE_CHECKING:
     from nodemanager.playbook.build import Plan
@@ -56,6 +57,34 @@ FILE_FORMS: dict[StepKind, str] = {
     "absent": "absent",
     "purge": "purge",
 }
+# Task keys that are Ansible keywords; the one other key of a task is its module.
+TASK_KEYWORDS = frozenset(
+    {
+        "name",
+        "listen",
+        "notify",
+        "ignore_errors",
+        "no_log",
+        "diff",
+        "when",
+        "register",
+        "tags",
+        "vars",
+        "changed_when",
+        "become",
+        "become_user",
+        "become_method",
+        "environment",
+    }
+)
+
+
+def module_of(task: Mapping[str, Any]) -> tuple[str, Any]:
+    """The module a task calls and its parameters."""
+    (module,) = [k for k in task if k not in TASK_KEYWORDS]
+    return module, task[module]
+
+
 # A user service's steps besides its state: lingering, then waiting for its manager.
 LINGER, MANAGER = "ansible.builtin.command", "ansible.builtin.wait_for"
 
@@ -115,6 +144,14 @@ def skeleton(step: Step, family: str) -> dict[str, Any]:
         return dict(user["linger" if step.module == LINGER else "bus"])
     part = {"service": "task", "restart": "restart", "arguments": "arguments"}[step.kind]
     return dict(services[part])
+
+
+@functools.cache
+def module(kind: StepKind, family: str, user: bool = False) -> str:
+    """The module a step of ``kind`` calls on ``family`` (a user service's with ``user``);
+    a user service's lingering and manager steps call LINGER and MANAGER."""
+    sample = Step(kind, "", Origin("", ()), "", user="u" if user else None)
+    return module_of(skeleton(sample, family))[0]
 
 
 def _values(step: Step) -> dict[str, Any]:
