@@ -112,12 +112,18 @@ def _spilled(case: Case) -> bool:
     return any(f.get("content") == BIG for part in case.parts for f in part.get("files", []))
 
 
+# The classes of issue #26's held-out batch, each also run through plain ansible-playbook:
+# background children, the environment, Secret-fed reporting, hard links, diffs of binary files.
+CLASSES = ("x-background", "x-environment", "secret-ansible-", "hardlink-", "diff")
+
+
 def test_render_output_under_plain_ansible_playbook(tmp_path):
     # A sample, plus every large content left to Ansible: render prints it inline, so plain
     # ansible-playbook shows what `content` means where the executor's spill file must agree.
     sample = [c for c in ALL if not c.secrets][::12]
     spilled = [c for c in ALL if _spilled(c) and not c.native and c not in sample]
-    batch = sample + spilled[-2:]  # a link in the way, and large-dir-in-the-way
+    classes = [c for c in ALL if c.name.startswith(CLASSES) and c not in sample]
+    batch = sample + spilled[-2:] + classes  # a link in the way, and large-dir-in-the-way
     fast_side, plain_side = tmp_path / "fast", tmp_path / "plain"
     prepare(batch, fast_side)
     prepare(batch, plain_side)
@@ -138,6 +144,23 @@ def test_render_output_under_plain_ansible_playbook(tmp_path):
     )
     assert proc.returncode == 0, proc.stdout[-2000:]
     assert _divergences(state(fast_side), state(plain_side)) == []
+
+
+def test_a_locale_that_is_not_installed_means_the_same(tmp_path, monkeypatch):
+    # ansible-playbook refuses to start in it: the executor gives Ansible (and executions, in
+    # both paths) C.UTF-8, so the fast path's native steps are never all that happens.
+    monkeypatch.delenv("LC_ALL", raising=False)
+    monkeypatch.delenv("LC_CTYPE", raising=False)
+    monkeypatch.setenv("LANG", "xx_YY.UTF-8")
+    names = ("h-split", "x-environment", "x-environment-ansible", "secret-ansible-behind-link")
+    batch = [c for c in ALL if c.name in names]
+    fast_side, slow_side, fast, slow = _run_both(batch, tmp_path)
+    assert fast.ansible and not fast.failed and not slow.failed, (fast.message, slow.message)
+    problems = _divergences(state(fast_side), state(slow_side))
+    problems += _divergences(reports(fast.results, fast_side), reports(slow.results, slow_side))
+    assert problems == []
+    for name in ("x-environment", "x-environment-ansible"):
+        assert "LC_ALL=C.UTF-8" in (fast_side / name / "env").read_text().splitlines()
 
 
 def test_secret_fed_files_are_reported_as_ansible_did(tmp_path):
