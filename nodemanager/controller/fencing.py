@@ -48,23 +48,27 @@ def due(node: Mapping[str, Any], lease: Mapping[str, Any] | None, unchanged_for:
     )
 
 
+Report = Callable[[Mapping[str, Any], str, str, str], None]
+
+
 @dataclass(frozen=True)
 class Fence:
     """Delete the pods and the Kubernetes Node of ``node``, after one read of its Lease: the
     cache may lag, and a renewal it has not shown yet means the host is alive (a no-op)."""
 
-    node: str
+    node: Mapping[str, Any] = field(repr=False, compare=False)  # the ManagedNode, as cached
     record: str  # the Lease renewTime it is fenced at
     why: str
-    # (reason, message, key): a Warning Event on the ManagedNode, for each step as it is done
-    report: Callable[[str, str, str], None] = field(repr=False, compare=False)
+    # (node, reason, message, key): a Warning Event on the ManagedNode, for each step as done
+    report: Report = field(repr=False, compare=False)
     what: str = "fencing"
 
     def apply(self, fleet: Fleet) -> bool:
-        if liveness.renewed(fleet.get_lease(self.node), self.record):
+        name = self.node["metadata"]["name"]
+        if liveness.renewed(fleet.get_lease(name), self.record):
             return False
-        self.report("Fencing", f"fencing {self.node}: {self.why}", self.record)
-        fleet.fence(self.node, lambda reason, message: self.report(reason, message, message))
+        self.report(self.node, "Fencing", f"fencing {name}: {self.why}", self.record)
+        fleet.fence(name, lambda reason, message: self.report(self.node, reason, message, message))
         return True
 
 
@@ -73,7 +77,7 @@ def reconcile(
     lease: Mapping[str, Any] | None,
     unchanged_for: float,
     fenced_at: str | None,
-    report: Callable[[str, str, str], None],
+    report: Report,
 ) -> Outcome:
     """One node's fencing: a ``Fence`` when it is due, once per Lease record (``fenced_at``:
     the renewTime this controller fenced it at)."""
@@ -83,4 +87,4 @@ def reconcile(
     why = due(node, lease, unchanged_for)
     if not why:
         return Outcome()
-    return Outcome((Fence(node["metadata"]["name"], record, why, report),))
+    return Outcome((Fence(node, record, why, report),))

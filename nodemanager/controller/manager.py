@@ -349,11 +349,15 @@ class Controller:
                 now,
                 probe=self._failing,
             )
-            if not outcome.effects or time.monotonic() > budget:
-                self._keys.add(f"ManagedNode/{name}")
+            key = f"ManagedNode/{name}"
+            if not outcome.effects:
+                self._retry.succeeded(key)  # nothing to retry: no wake-up is due for it
+                continue
+            if time.monotonic() > budget:
+                self._keys.add(key)
                 continue  # over budget: the rest wait for the next pass, a second later
             result = self._handle(
-                f"ManagedNode/{name}",
+                key,
                 str(node["metadata"].get("resourceVersion", "")),
                 outcome,
             )
@@ -377,28 +381,29 @@ class Controller:
     ) -> None:
         for node in nodes:
             name = node["metadata"]["name"]
-            about = involved(node, "ManagedNode")
-
-            def report(reason: str, message: str, key: str, about: Any = about) -> None:
-                self._event(about, events.Note(reason, message, key, warning=True))
-                if reason in (POD_DELETED, NODE_DELETED):
-                    self.metrics.writes.labels(FENCED[reason]).inc()
-
             lease = leases.get(name)
             outcome = fencing.reconcile(
-                node, lease, unchanged_for(name), self._fenced.get(name), report
+                node, lease, unchanged_for(name), self._fenced.get(name), self._fence_event
             )
+            key = f"Fence/{name}"
             if not outcome.effects:
+                self._retry.succeeded(key)
                 continue
             record = liveness.renew_time(lease)
-            result = self._handle(f"Fence/{name}", record, outcome)
+            result = self._handle(key, record, outcome)
             if result is not None and result.done:
                 log.warning("ManagedNode %s fenced: %s", name, _message(outcome))
                 self._fenced[name] = record
             elif result is not None and result.error is not None:
-                report("FencingFailed", f"fencing {name} failed: {result.error}", record)
+                message = f"fencing {name} failed: {result.error}"
+                self._fence_event(node, "FencingFailed", message, record)
         live = {n["metadata"]["name"] for n in nodes}
         self._fenced = {n: r for n, r in self._fenced.items() if n in live}
+
+    def _fence_event(self, node: Mapping[str, Any], reason: str, message: str, key: str) -> None:
+        self._event(involved(node, "ManagedNode"), events.Note(reason, message, key, warning=True))
+        if reason in FENCED:
+            self.metrics.writes.labels(FENCED[reason]).inc()
 
     def _sync_csrs(self, requests: list[dict[str, Any]]) -> None:
         """Nodes' certificate requests (csrapprove.py), each judged once per version."""

@@ -283,7 +283,7 @@ def test_fencing_is_one_effect_per_lease_record_and_reports_each_step():
     }
     said: list[str] = []
 
-    def report(reason: str, message: str, key: str) -> None:
+    def report(node: Any, reason: str, message: str, key: str) -> None:
         said.append(reason)
 
     assert fencing.reconcile(n, lease, 70.0, None, report).effects == ()  # 40 + 30 not past
