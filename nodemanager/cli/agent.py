@@ -6,7 +6,6 @@ import os
 
 import click
 
-from nodemanager.api.fencing import MAX_DEVICE_TIMEOUT
 from nodemanager.cli.errors import verbosity
 from nodemanager.cli.logs import LOG_LEVELS, setup_logging
 from nodemanager.cli.options import F, api_options, duration, labels
@@ -123,7 +122,9 @@ def run_options(f: F) -> F:
         ),
         click.option(
             "--watchdog-timeout",
-            type=click.IntRange(2, MAX_DEVICE_TIMEOUT),
+            # at most api.fencing.MAX_DEVICE_TIMEOUT, checked in run: the group parses this
+            # option for every command, and the resource model is not loaded for `--version`
+            type=click.IntRange(min=2),
             default=20,
             show_default=True,
             help="Seconds without a keepalive before the device resets the host (set on the "
@@ -172,6 +173,13 @@ def run(
     log_level: str,
 ) -> None:
     """Run the agent: keep this host in the state its ConfigSets declare."""
+    from nodemanager.api.fencing import MAX_DEVICE_TIMEOUT
+
+    if watchdog_timeout > MAX_DEVICE_TIMEOUT:
+        raise click.BadParameter(
+            f"{watchdog_timeout} is not in the range 2<=x<={MAX_DEVICE_TIMEOUT}",
+            param_hint="'--watchdog-timeout'",
+        )
     from nodemanager.agent.daemon import Daemon, Options
     from nodemanager.playbook.errors import PlaybookError
 
