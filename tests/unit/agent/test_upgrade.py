@@ -342,3 +342,33 @@ def test_a_node_upstream_cordoned_is_uncordoned_once(tmp_path):
     again = upgrader(tmp_path, drainer=Drainer(log))  # a restart before the status was written
     again.tick(stored)
     assert log == ["uncordon"]  # adopted once: a later cordon by an administrator stays
+
+
+def test_pooled_upgrade_without_a_group_asks_for_the_slot_and_withdraws_when_not_due(tmp_path):
+    """With the pool's slots (agent/poolslot.py) behind the locker, an upgrade without a group
+    asks for a slot (name ""); refused, it is withdrawn once the upgrade is no longer due."""
+    plans, locker = [], Locker(holder="the budget of pool default")
+    now = [at("2026-01-05T10:00").timestamp()]
+    u = Upgrader(
+        name="n",
+        family="debian",
+        state_dir=str(tmp_path),
+        metrics=Metrics(node="n"),
+        locker=locker,
+        run=lambda p: (plans.append(p), ok_run(p))[1],
+        reboot=["true"],
+        clock=lambda: now[0],
+        pooled=True,
+    )
+    hourly = {
+        "metadata": {"name": "n"},
+        "spec": {"upgrade": {"schedule": "0 * * * *", "delay": "0"}},
+    }
+    assert not u.tick(hourly) and plans == []
+    assert locker.calls == [("acquire", "")]
+    now[0] += 60  # the scheduled minute passed: the request goes
+    assert not u.tick(hourly) and locker.calls[-1] == ("release", "")
+    locker.holder = None  # granted at the next scheduled minute: upgrade, then the slot back
+    now[0] += 3540
+    assert u.tick(hourly) and len(plans) == 1
+    assert locker.calls[-2:] == [("acquire", ""), ("release", "")]
