@@ -248,11 +248,12 @@ class Controller:
             namespace=self.opts.namespace,
             now=stamp(),
             mono=time.monotonic(),
+            progress_period=self.opts.progress_period,
         )
         for key, version, outcome in work:
 
             def remember(outcome: Outcome, _: Applied, key: str = key) -> None:
-                self._pools.applied(key.removeprefix("NodePool/"), outcome)
+                self._pools.applied(key.removeprefix("NodePool/"), outcome, time.monotonic())
 
             self._handle(key, version, outcome, remember)
         return budget

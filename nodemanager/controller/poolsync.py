@@ -29,7 +29,7 @@ from nodemanager.controller.pools import (
     placements,
 )
 from nodemanager.controller.poolstatus import PoolCounts, counts, pool_status
-from nodemanager.controller.summary import NodeView, differs
+from nodemanager.controller.summary import NodeView, differs, progress_only
 from nodemanager.kube.recorder import involved
 
 log = logging.getLogger(__name__)
@@ -39,13 +39,15 @@ Work = tuple[str, str, Outcome]  # (retry key, resourceVersion, outcome)
 @dataclass
 class PoolMemory:
     written: dict[str, dict[str, Any]] = field(default_factory=dict)  # cache may lag
+    written_at: dict[str, float] = field(default_factory=dict)  # monotonic
     progress: dict[str, tuple[int, float]] = field(default_factory=dict)  # (updated, since)
     warned: set[tuple[str, str]] = field(default_factory=set)  # (pool, resourceVersion)
 
-    def applied(self, name: str, outcome: Outcome) -> None:
+    def applied(self, name: str, outcome: Outcome, mono: float) -> None:
         for effect in outcome.effects:
             if isinstance(effect, Write) and effect.method == "patch_pool_status":
                 self.written[name] = effect.args[1]
+                self.written_at[name] = mono
 
 
 def parse(raw_pools: Sequence[Mapping[str, Any]], memory: PoolMemory) -> list[NodePool]:
@@ -72,6 +74,7 @@ def reconcile(
     namespace: str,
     now: str,
     mono: float,
+    progress_period: float = 0.0,
 ) -> tuple[Budget, list[Work]]:
     """This sync's budget, and the writes that bring pools and memberships up to date."""
     work: list[Work] = []
@@ -104,13 +107,18 @@ def reconcile(
         if found is None:
             continue
         c = counts(found, members, budget, why, targets)
-        wanted = _status(raw, found, c, budget.limit(found.name), memory, now, mono)
-        if wanted is not None:
-            write = Write("pool_status", "patch_pool_status", (found.name, wanted))
-            meta = raw["metadata"]
-            work.append(
-                (f"NodePool/{found.name}", str(meta.get("resourceVersion", "")), Outcome((write,)))
-            )
+        base, wanted = _status(raw, found, c, budget.limit(found.name), memory, now, mono)
+        if not differs(wanted, base):
+            continue
+        since = mono - memory.written_at.get(found.name, float("-inf"))
+        if since < progress_period and progress_only(wanted, base):
+            # Counts of a change in progress: written at most every progress_period.
+            outcome = Outcome(requeue_after=progress_period - since)
+        else:
+            outcome = Outcome((Write("pool_status", "patch_pool_status", (found.name, wanted)),))
+        work.append(
+            (f"NodePool/{found.name}", str(raw["metadata"].get("resourceVersion")), outcome)
+        )
     return budget, work
 
 
@@ -122,16 +130,15 @@ def _status(
     memory: PoolMemory,
     now: str,
     mono: float,
-) -> dict[str, Any] | None:
-    """The status to write, or None when the stored (or just written) one says it already."""
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the status stored or just written, the status wanted)."""
     cached = raw.get("status") or {}
     written = memory.written.get(pool.name)
     if written is not None and not differs(written, cached):
         del memory.written[pool.name]  # the cache caught up
         written = None
     base = {**raw, "status": written if written is not None else cached}
-    wanted = pool_status(base, pool, c, limit, now, _stalled(memory, pool, c, mono))
-    return wanted if differs(wanted, base["status"]) else None
+    return base["status"], pool_status(base, pool, c, limit, now, _stalled(memory, pool, c, mono))
 
 
 def _stalled(memory: PoolMemory, pool: NodePool, c: PoolCounts, mono: float) -> str:

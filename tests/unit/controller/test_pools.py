@@ -239,7 +239,17 @@ def test_reconcile_creates_the_default_pool_places_nodes_grants_and_writes_statu
     (status,) = [o for key, _, o in work if key == "NodePool/default"]
     written = status.effects[0].args[1]
     assert written["nodes"] == 2 and written["maxUnavailable"] == 1
-    memory.applied("default", status)
+    memory.applied("default", status, 0.0)
     # Written and not yet in the cache: not written again.
     _, work = reconcile([pool], [], raws, views, memory, namespace="ns", now=STAMP, mono=1.0)
     assert not [k for k, _, _ in work if k == "NodePool/default"]
+    # Only a count moved (a node turned Ready): written at most every progress_period.
+    raws[0]["status"] = {"conditions": [{"type": "Ready", "status": "True"}]}
+    views = [NodeView.from_dict(r) for r in raws]
+    kw = {"namespace": "ns", "now": STAMP, "progress_period": 5.0}
+    _, work = reconcile([pool], [], raws, views, memory, mono=1.0, **kw)
+    (waits,) = [o for key, _, o in work if key == "NodePool/default"]
+    assert waits.effects == () and waits.requeue_after == 4.0
+    _, work = reconcile([pool], [], raws, views, memory, mono=6.0, **kw)
+    (now,) = [o for key, _, o in work if key == "NodePool/default"]
+    assert now.effects[0].args[1]["ready"] == 1
