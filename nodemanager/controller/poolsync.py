@@ -34,6 +34,7 @@ from nodemanager.kube.recorder import involved
 
 log = logging.getLogger(__name__)
 Work = tuple[str, str, Outcome]  # (retry key, resourceVersion, outcome)
+PLACEMENTS_PER_SYNC = 200
 
 
 @dataclass
@@ -93,7 +94,10 @@ def reconcile(
         outcome = Outcome((write,), notes, involved(raw, "ManagedNode"))
         work.append((f"{what}/{node}", str(raw["metadata"].get("resourceVersion", "")), outcome))
 
-    for node, pool in placements(members, budget.member, budget.conflicts):
+    # Spaced over syncs: after an upgrade every node needs its spec.pool once, and 5,000
+    # writes in one sync would hold ConfigSet status and liveness back for minutes. The
+    # budget does not wait for them (it reads labels); each write wakes the next sync.
+    for node, pool in placements(members, budget.member, budget.conflicts)[:PLACEMENTS_PER_SYNC]:
         held = () if pool else (_two_pools(node, budget.conflicts[node]),)
         on_node(node, "pool", {POOL_FIELD: pool}, held)
     granted, revoked = grants(budget, members)

@@ -390,7 +390,7 @@ def test_a_node_joining_during_a_halt_gets_the_last_good_revision(
 
 
 def test_rollout_removed_and_re_added_with_a_change_goes_through_the_pool(
-    api, kubeconfig, pool_ns, pool_dir, agents, controller
+    api, kubeconfig, pool_ns, pool_dir, agents, controller, measured
 ):
     name = "readd"
     spec = settled_at_v1(api, pool_ns, pool_dir, name, pool_budget=1)
@@ -409,6 +409,7 @@ def test_rollout_removed_and_re_added_with_a_change_goes_through_the_pool(
         message="admissions pruned once unstaged",
     )
     watcher = Disrupted(api, pool_ns, [name])
+    started = time.monotonic()
     try:
         put_configset(
             api,
@@ -417,6 +418,7 @@ def test_rollout_removed_and_re_added_with_a_change_goes_through_the_pool(
             {**spec, "files": [{"path": str(pool_dir / name), "content": "v2\n"}]},
         )
         eventually(settled(api, pool_ns, name), timeout=180, message="v2 staged again")
+        measured("one staged ConfigSet, 5 nodes, pool maxUnavailable 1", time.monotonic() - started)
     finally:
         watcher.stop()
     assert watcher.most == 1, watcher.log

@@ -253,3 +253,14 @@ def test_reconcile_creates_the_default_pool_places_nodes_grants_and_writes_statu
     _, work = reconcile([pool], [], raws, views, memory, mono=6.0, **kw)
     (now,) = [o for key, _, o in work if key == "NodePool/default"]
     assert now.effects[0].args[1]["ready"] == 1
+
+
+def test_placements_are_spaced_over_syncs():
+    from nodemanager.controller.poolsync import PLACEMENTS_PER_SYNC, PoolMemory, reconcile
+    from nodemanager.controller.summary import NodeView
+
+    raws = [{"metadata": {"name": f"n{i}", "labels": {}}, "spec": {}} for i in range(250)]
+    views = [NodeView.from_dict(r) for r in raws]
+    pool = {"metadata": {"name": "default"}, "spec": {"maxUnavailable": 1}}
+    _, work = reconcile([pool], [], raws, views, PoolMemory(), namespace="ns", now=STAMP, mono=0)
+    assert len([k for k, _, _ in work if k.startswith("pool/")]) == PLACEMENTS_PER_SYNC
