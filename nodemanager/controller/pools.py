@@ -79,8 +79,7 @@ class Member:
 
     @property
     def down(self) -> bool:
-        c = self.report.condition
-        return c("Ready") == "Unknown" or c("MemoryPressure") == "True"
+        return rollout.down(self.report)
 
     @classmethod
     def of(cls, raw: Mapping[str, Any], report: NodeReport | None = None) -> Member:

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from nodemanager.api.nodereport import NodeReport
 from nodemanager.api.pool import budget
 
 REVISIONS_FIELD = "configsetRevisions"
@@ -92,6 +93,12 @@ def revision_object(cs: Mapping[str, Any], namespace: str, number: int) -> dict[
         "data": {"spec": content(cs.get("spec") or {})},
         "revision": number,
     }
+
+
+def down(report: NodeReport) -> bool:
+    """Not live (as MCO: not Ready): Ready Unknown, the controller's mark of a lapsed Lease
+    (Ready=False says a ConfigSet failed, an apply result), or MemoryPressure True."""
+    return report.condition("Ready") == "Unknown" or report.condition("MemoryPressure") == "True"
 
 
 @dataclass(frozen=True)

@@ -121,9 +121,7 @@ def sync(
                 entry.error if entry else "",
                 ready.since(node, entry.revision, entry.error) if entry else None,
                 not view.entries and not (node.get("spec") or {}).get(rollout.REVISIONS_FIELD),
-                # Liveness, not apply results (Ready=False says a ConfigSet failed): Unknown is
-                # the controller's mark of a lapsed Lease.
-                view.condition("Ready") == "Unknown" or view.condition("MemoryPressure") == "True",
+                rollout.down(view),
             )
         )
     good = last_good(states, mine, target)
