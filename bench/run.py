@@ -10,6 +10,8 @@
 6. start (`BENCH=start`, not in the default set): CLI start without the API (cli_start.py).
 7. agentstart (`BENCH=agentstart`, not in the default set): the agent file's first and later
    starts (agent_start.py).
+8. first (`BENCH=first`, not in the default set): a fresh host's first apply, 100 resources,
+   10 packages and both, against ansible-playbook on the render output (first.py).
 
 Results go to bench/results/<scenario>.json and are summarised on stdout.
 """
@@ -401,6 +403,13 @@ def bench_agentstart() -> None:
     from bench.agent_start import main as agent_start
 
     save("agentstart", {"median_s": agent_start()})
+
+
+def bench_first() -> None:
+    """A fresh host's first apply, side by side with ansible-playbook (bench/first.py)."""
+    from bench.first import main as first
+
+    save("first", first(BIN, REPEATS))
 
 
 def main(argv: list[str]) -> int:

@@ -35,3 +35,28 @@ def fifty(
         "metadata": {"name": "bench"},
         "spec": spec,
     }
+
+
+FIRST_PACKAGES = tuple(f"nmtest-first{i}" for i in range(10))
+
+
+def first(root: Path, *, files: bool = True, packages: bool = False) -> dict[str, Any]:
+    """A first apply's ConfigSet: 100 resources (20 directories, 60 files, 20 executions
+    subscribed to files) on a tree that does not exist yet, and/or 10 pacman packages in front
+    (not installed yet)."""
+    spec: dict[str, Any] = {"selector": {}}
+    if files:
+        halves = [fifty(root / half, packages=False)["spec"] for half in ("a", "b")]
+        for i, half in enumerate(halves):  # distinct commands: no conflicts between the halves
+            for e in half["executions"]:
+                e["args"] = [*e["args"], f"half-{i}"]
+        spec["files"] = [f for half in halves for f in half["files"]]
+        spec["executions"] = [e for half in halves for e in half["executions"]]
+    if packages:
+        spec["packages"] = [{"name": p} for p in FIRST_PACKAGES]
+    return {
+        "apiVersion": "common.nodemanager/v1",
+        "kind": "ConfigSet",
+        "metadata": {"name": "first"},
+        "spec": spec,
+    }

@@ -67,7 +67,8 @@ def _printable(text: Any) -> Any:
     return raw.decode("utf-8", "replace")
 
 
-def _diff(res: Mapping[str, Any], resource: str) -> str:
+def module_diff(res: Mapping[str, Any], resource: str) -> str:
+    """The unified diff of a module result's ``diff`` (one or a list of before/after)."""
     diffs = res.get("diff") or []
     if isinstance(diffs, dict):
         diffs = [diffs]
@@ -116,7 +117,7 @@ def to_result(event: Mapping[str, Any], origins: Mapping[str, TaskOrigin]) -> Ta
         message=""
         if secret and status != "failed"
         else ("output hidden: task handles a Secret" if secret else _message(res)),
-        diff="" if secret else _diff(res, origin.resource if origin else ""),
+        diff="" if secret else module_diff(res, origin.resource if origin else ""),
         handler=origin.handler if origin else False,
         module=str(data.get("resolved_action") or data.get("task_action") or ""),
     )

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from nodemanager.executor.attrs import Declined, matches, plain_path, same_bytes
+from nodemanager.executor.managers import MANAGERS
 from nodemanager.playbook.build import Plan
 from nodemanager.playbook.steps import Step, StepKind
 
@@ -103,38 +104,6 @@ def _systemd_service(step: Step) -> Verdict:
     return True if step.state is not None or step.enabled is not None else None
 
 
-def _pacman_name(line: str) -> str | None:
-    return line.strip() or None  # `pacman -Qq`: one installed package per line
-
-
-def _dpkg_name(line: str) -> str | None:
-    # dpkg also lists packages removed with their conffiles kept ("config-files"): not installed.
-    status, _, name = line.partition(" ")
-    return name.strip() if status == "installed" else None
-
-
-class _Packages:
-    """Installed packages, read once per run with one package-manager call."""
-
-    def __init__(self, lister: list[str], name_of: Callable[[str], str | None]):
-        self.lister, self.name_of = lister, name_of
-        self._installed: set[str] | None = None
-
-    def installed(self) -> set[str]:
-        if self._installed is None:
-            self._installed = set()
-            if shutil.which(self.lister[0]):
-                proc = subprocess.run(self.lister, capture_output=True, text=True)
-                if proc.returncode == 0:
-                    self._installed = {n for n in map(self.name_of, proc.stdout.splitlines()) if n}
-        return self._installed
-
-    def converged(self, step: Step) -> Verdict:
-        if step.state not in ("present", "absent") or "=" in step.name:
-            return None  # latest and pinned versions need the package manager's own answer
-        return bool((step.name in self.installed()) == (step.state == "present"))
-
-
 def _never(step: Step) -> Verdict:
     return False  # an execution always runs when it is reached
 
@@ -143,10 +112,8 @@ class Prober:
     """One run's probes (package lists are read once per run)."""
 
     def __init__(self) -> None:
-        pacman = _Packages(["pacman", "-Qq"], _pacman_name)
-        dpkg = _Packages(
-            ["dpkg-query", "-W", "-f", "${db:Status-Status} ${Package}\\n"], _dpkg_name
-        )
+        # Package lists are read once per run, one manager call each (executor/managers.py).
+        self.managers = {module: make() for module, make in MANAGERS.items()}
         self.rules: dict[tuple[StepKind, str], Callable[[Step], Verdict]] = {
             ("write", "ansible.builtin.copy"): _write,
             ("touch", "ansible.builtin.file"): _touch,
@@ -154,15 +121,15 @@ class Prober:
             ("symlink", "ansible.builtin.file"): _symlink,
             ("absent", "ansible.builtin.file"): _absent,
             ("purge", "nodemanager.core.purge"): _purge,
-            ("package", "community.general.pacman"): pacman.converged,
-            ("package", "ansible.builtin.apt"): dpkg.converged,
+            **{("package", m): manager.converged for m, manager in self.managers.items()},
             ("service", "ansible.builtin.service"): _systemd_service,
             ("command", "ansible.builtin.command"): _never,
         }
 
     def forget(self) -> None:
-        """Read package lists again: a command that ran may have changed them."""
-        self.__init__()  # type: ignore[misc]
+        """Read package lists again: a command or a package step that ran changed them."""
+        for manager in self.managers.values():
+            manager.forget()
 
     def converged(self, step: Step) -> Verdict:
         rule = self.rules.get((step.kind, step.module))
@@ -179,9 +146,6 @@ class Prober:
 RULES = frozenset(Prober().rules)
 # Step kinds and modules the probe never answers for, and why.
 DECLINED: dict[tuple[StepKind, str], str] = {
-    ("package", "community.general.apk"): "no apk database reader",
-    ("package", "community.general.pkgng"): "no pkg database reader",
-    ("package", "ansible.builtin.dnf"): "no rpm database reader",
     ("arguments", "community.general.sysrc"): "rc.conf is FreeBSD's",
     ("restart", "ansible.builtin.service"): "a handler: runs only when notified",
     # services[].user: the user's own manager, reached only as that user.

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from nodemanager.executor import child, config, native, probe
+from nodemanager.executor import batch, child, config, native, probe
 from nodemanager.executor.errors import ExecutorError
 from nodemanager.executor.events import TaskResult, TaskStatus, to_result
 from nodemanager.executor.order import InOrder
@@ -99,11 +99,14 @@ def apply(
     where it stands (after the native steps before it ran) and, if not converged, done natively
     when the fast path can do it exactly; the first step it cannot do goes to Ansible, and so
     does every later step, except that a later file step may still be reported converged when
-    nothing left to Ansible before it could touch its path. In check mode nothing changes the
-    host, so every step is probed and checked natively wherever it stands. Handlers keep
-    Ansible's semantics: when Ansible runs, it runs them all (native changes notify them through
-    one first task), at the end, in handler order, once; otherwise notified executions run
-    natively in handler order until one cannot. ``fast=False`` sends everything to Ansible.
+    nothing left to Ansible before it could touch its path. Package steps are the exception:
+    while nothing else is left, a run of them goes to Ansible there and then, as few module
+    calls as their meaning allows (executor/batch.py), and the fast path goes on after them.
+    In check mode nothing changes the host, so every step is probed and checked natively
+    wherever it stands. Handlers keep Ansible's semantics: when Ansible runs, it runs them all
+    (native changes notify them through one first task), at the end, in handler order, once;
+    otherwise notified executions run natively in handler order until one cannot.
+    ``fast=False`` sends everything to Ansible.
 
     ``before_change`` sees the resources of every task not proven converged on the host as it
     is before the run, once, before the native writes and Ansible touch anything (the agent
@@ -113,52 +116,123 @@ def apply(
             before_change(_resources(plan, set()))
         return execute(plan, check=check, diff=diff, on_result=on_result, **kwargs)
     config.preflight(plan.steps)  # what would stop Ansible from starting stops this run first
-    reports = InOrder(plan.tasks(), on_result)
-    report = reports.native
-    prober = probe.Prober()
+    run = _FastRun(plan, check, diff, on_result, kwargs)
     if before_change and not check:
         before_change(
-            sorted({s.origin.resource for s in plan.tasks() if prober.converged(s) is not True})
+            sorted({s.origin.resource for s in plan.tasks() if run.prober.converged(s) is True})
         )
-    left: list[Step] = []
-    notified: set[str] = set()
-    for step in plan.tasks():
-        if check or _unaffected(step, left):
-            if prober.converged(step) is True:
-                report(_ok(step))
-                continue
-        if check or not left:
-            done = native.act(step, check=check, diff=diff)
-            if done is not None:
-                report(done)
-                if done.status == "changed":
-                    notified.update(step.notify)
-                if step.kind == "command":
-                    prober.forget()  # it may have installed or removed packages
-                continue
-        left.append(step)
-        reports.holding = True
+    return run.all()
 
-    notified_handlers = [h for h in plan.handlers() if notified & set(h.listen)]
-    forced: list[Step] = []
-    if not left:
-        for h in notified_handlers:
-            done = native.act(h, check=check) if not forced else None
-            if done is None:
-                forced.append(h)
+
+class _FastRun:
+    """One fast-path apply: the steps left to Ansible, the handlers native changes notified,
+    and the Ansible runs made so far."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        check: bool,
+        diff: bool,
+        on_result: Callable[[TaskResult], None] | None,
+        kwargs: dict[str, Any],
+    ):
+        self.plan, self.check, self.diff, self.kwargs = plan, check, diff, kwargs
+        self.reports = InOrder(plan.tasks(), on_result)
+        self.prober = probe.Prober()
+        self.left: list[Step] = []
+        self.notified: set[str] = set()
+        self.runs: list[RunResult] = []
+
+    def all(self) -> RunResult:
+        tasks = self.plan.tasks()
+        at = 0
+        while at < len(tasks):
+            group = self._package_group(tasks, at)
+            if group:
+                self.packages(group)
+                at += len(group)
             else:
-                report(done)
-        notified = set()
-    if not left and not forced:
-        return RunResult("successful", 0, tuple(reports.close()), ansible=False)
-    ran = execute(
-        subset.rest(plan, left, notified, forced),
-        check=check,
-        diff=diff,
-        on_result=reports.ansible,
-        **kwargs,
-    )
-    return replace(ran, results=tuple(reports.close()))
+                self.step(tasks[at])
+                at += 1
+        return self.finish()
+
+    def _package_group(self, tasks: list[Step], at: int) -> list[Step]:
+        """The package steps of one module from ``at`` on, when they may go to Ansible now: not
+        in check or diff mode (a list reports neither per name), and nothing left before."""
+        if self.check or self.diff or self.left or tasks[at].kind != "package":
+            return []
+        module = tasks[at].module
+        end = at
+        while end < len(tasks) and tasks[end].kind == "package" and tasks[end].module == module:
+            end += 1
+        return tasks[at:end]
+
+    def step(self, step: Step) -> None:
+        if self.check or _unaffected(step, self.left):
+            if self.prober.converged(step) is True:
+                self.reports.native(_ok(step))
+                return
+        if self.check or not self.left:
+            done = native.act(step, check=self.check, diff=self.diff)
+            if done is not None:
+                self.reports.native(done)
+                if done.status == "changed":
+                    self.notified.update(step.notify)
+                if step.kind == "command":
+                    self.prober.forget()  # it may have installed or removed packages
+                return
+        self.left.append(step)
+        self.reports.holding = True
+
+    def packages(self, group: list[Step]) -> None:
+        """Converged names reported natively; the rest through Ansible now, batched."""
+        pending = []
+        for step in group:
+            if self.prober.converged(step) is True:
+                self.reports.native(_ok(step))
+            else:
+                pending.append(step)
+        if not pending:
+            return
+        manager = self.prober.managers.get(pending[0].module)
+        if manager is None:  # a module without a native reader: one task per step
+            batching = batch.Batching(list(pending), {})
+        else:
+            batching = batch.plan(pending, manager)
+        ran = execute(subset.segment(self.plan, batching.units), **self.kwargs)
+        results = batch.attribute(batching, ran.results, manager) if manager else ran.results
+        for result in sorted(results, key=self.reports.index):
+            self.reports.native(result)
+        self.runs.append(ran)
+        self.prober.forget()
+
+    def finish(self) -> RunResult:
+        notified_handlers = [h for h in self.plan.handlers() if self.notified & set(h.listen)]
+        forced: list[Step] = []
+        if not self.left:
+            for h in notified_handlers:
+                done = native.act(h, check=self.check) if not forced else None
+                if done is None:
+                    forced.append(h)
+                else:
+                    self.reports.native(done)
+            self.notified = set()
+        if self.left or forced:
+            rest = subset.rest(self.plan, self.left, self.notified, forced)
+            self.runs.append(
+                execute(
+                    rest,
+                    check=self.check,
+                    diff=self.diff,
+                    on_result=self.reports.ansible,
+                    **self.kwargs,
+                )
+            )
+        results = tuple(self.reports.close())
+        if not self.runs:
+            return RunResult("successful", 0, results, ansible=False)
+        worst = next((r for r in self.runs if r.status != "successful"), self.runs[-1])
+        return replace(worst, results=results)
 
 
 # Called with the ids of resources about to be changed (``file:/etc/x``), before any change.

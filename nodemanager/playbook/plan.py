@@ -18,7 +18,7 @@ from nodemanager.desired.merge import DesiredState
 from nodemanager.playbook import render
 from nodemanager.playbook.dump import LongUnsafe
 from nodemanager.playbook.render import TASK_KEYWORDS, module_of
-from nodemanager.playbook.steps import Origin, Step
+from nodemanager.playbook.steps import Batch, Origin, Step
 
 TaskOrigin = Origin  # the name the executor and agent know
 __all__ = ["TASK_KEYWORDS", "Plan", "TaskOrigin", "module_of"]
@@ -40,6 +40,9 @@ class Plan:
     # notify them).
     notified: tuple[str, ...] = ()
     forced: bool = False
+    # Package steps the fast path hands to their module as one list each (render.playbook
+    # renders each as a block: the list's task, its steps' own tasks as the rescue).
+    batches: tuple[Batch, ...] = ()
 
     def tasks(self) -> list[Step]:
         """The steps of the play's tasks, in play order."""
@@ -57,6 +60,8 @@ class Plan:
             out[s.task] = s.origin
             if s.reported_by:
                 out[s.reported_by] = s.origin
+        for b in self.batches:
+            out[b.task] = b.steps[0].origin
         return out
 
     @property

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from nodemanager.playbook import platforms
 from nodemanager.playbook.dump import LongUnsafe, Unsafe
-from nodemanager.playbook.steps import EXEC_PATH, Origin, Step, StepKind, exec_argv
+from nodemanager.playbook.steps import EXEC_PATH, Batch, Origin, Step, StepKind, exec_argv
 
 if TYPE_CHECKING:
     from nodemanager.playbook.build import Plan
@@ -279,11 +279,31 @@ def tasks(steps: list[Step], family: str) -> list[dict[str, Any]]:
     return out
 
 
+def batched(steps: list[Step], batches: tuple[Batch, ...], family: str) -> list[dict[str, Any]]:
+    """The tasks of ``steps``, a batch's steps as one block where its first step stands: the
+    list's task (the first member's module call with every listed name), its steps' own tasks
+    as the rescue."""
+    first = {b.steps[0].task: b for b in batches}
+    covered = {s.task for b in batches for s in b.steps}
+    out: list[dict[str, Any]] = []
+    for step in steps:
+        b = first.get(step.task)
+        if b is not None:
+            module, params = module_of(call(b.members[0], family))
+            names = [module_of(call(s, family))[1]["name"] for s in b.listed]
+            listed = {"name": Unsafe(b.task), module: {**params, "name": names}}
+            rescue = tasks(list(b.steps), family)
+            out.append({"name": Unsafe(b.task), "block": [listed], "rescue": rescue})
+        elif step.task not in covered:
+            out.extend(tasks([step], family))
+    return out
+
+
 def playbook(plan: Plan) -> list[dict[str, Any]]:
     """The plan as a playbook of one play: a first task notifying the handlers of native
     changes, the tasks, then the handlers (as tasks, in order, when the plan forces them)."""
     play_tasks = [_notify(plan.notified)] if plan.notified else []
-    play_tasks += tasks(plan.tasks(), plan.family)
+    play_tasks += batched(plan.tasks(), plan.batches, plan.family)
     handlers = tasks(plan.handlers(), plan.family)
     if plan.forced:
         play_tasks += [{k: v for k, v in h.items() if k != "listen"} for h in handlers]

@@ -86,6 +86,29 @@ class Step:
     reported_by: str = ""
 
 
+@dataclass(frozen=True)
+class Batch:
+    """Package steps of one module and state handed to the module as one list: one task, one
+    transaction. The ``pulled`` ones are later steps that installing (or removing) the members
+    brings about: the module, called for them one by one after the members, would find nothing
+    to do. Should the list fail, every step runs as its own task instead (the rescue of the
+    list's block), in play order."""
+
+    task: str  # the name of the list's task
+    steps: tuple[Step, ...]  # members and pulled, in play order
+    pulled: frozenset[str] = frozenset()  # task names
+    list_pulled: bool = False  # the pulled names go in the list too (the module marks them)
+
+    @property
+    def members(self) -> list[Step]:
+        return [s for s in self.steps if s.task not in self.pulled]
+
+    @property
+    def listed(self) -> list[Step]:
+        """The steps whose names the list task passes to the module."""
+        return list(self.steps) if self.list_pulled else self.members
+
+
 # The PATH every execution runs with, under Ansible (the task's `environment:`) and natively
 # alike, whatever the agent's own PATH (a venv's bin first under ansible-runner, say).
 EXEC_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

@@ -7,13 +7,14 @@ like any other (render.py). No I/O.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from nodemanager.playbook.plan import Plan
 from nodemanager.playbook.render import NOTIFY_TASK, SPILLED
-from nodemanager.playbook.steps import Step
+from nodemanager.playbook.steps import Batch, Step
 
-__all__ = ["NOTIFY_TASK", "SPILLED", "rest"]
+__all__ = ["NOTIFY_TASK", "SPILLED", "Batch", "rest", "segment"]
 
 
 def rest(plan: Plan, steps: list[Step], notified: set[str], forced: list[Step]) -> Plan:
@@ -26,3 +27,12 @@ def rest(plan: Plan, steps: list[Step], notified: set[str], forced: list[Step]) 
     if forced:
         return replace(plan, steps=(*tasks, *forced), notified=tuple(notified), forced=True)
     return replace(plan, steps=(*tasks, *plan.handlers()), notified=tuple(notified))
+
+
+def segment(plan: Plan, units: Sequence[Batch | Step]) -> Plan:
+    """A play of ``units`` alone, in order, without handlers (nothing in it notifies one): a
+    step is its own task; a batch is a block whose one task calls the module with the listed
+    names and whose rescue is its steps' own tasks."""
+    steps = [s for u in units for s in (u.steps if isinstance(u, Batch) else (u,))]
+    batches = tuple(u for u in units if isinstance(u, Batch))
+    return replace(plan, steps=tuple(steps), notified=(), forced=False, batches=batches)

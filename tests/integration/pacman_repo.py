@@ -19,7 +19,14 @@ import pytest
 PACKAGE = "nmtest-hello"
 
 
-def build_package(workdir: Path, repo: Path, name: str, version: str) -> Path:
+def build_package(
+    workdir: Path,
+    repo: Path,
+    name: str,
+    version: str,
+    depends: tuple[str, ...] = (),
+    groups: tuple[str, ...] = ("nmtest",),
+) -> Path:
     """Build ``name-version-any.pkg.tar.gz`` installing /opt/nmtest/<name>/VERSION; add it."""
     root = workdir / f"build-{name}-{version}"
     payload = root / "opt" / "nmtest" / name
@@ -40,7 +47,8 @@ def build_package(workdir: Path, repo: Path, name: str, version: str) -> Path:
                 "license = Apache",
                 # The pacman module lists groups first (`pacman -Sgg`),
                 # which fails when no repo has any.
-                "group = nmtest",
+                *(f"group = {g}" for g in groups),
+                *(f"depend = {d}" for d in depends),
             ]
         )
         + "\n"
@@ -60,8 +68,8 @@ class PacmanRepo:
     workdir: Path
     repo: Path
 
-    def publish(self, version: str, name: str = PACKAGE) -> Path:
-        return build_package(self.workdir, self.repo, name, version)
+    def publish(self, version: str, name: str = PACKAGE, **kw: tuple[str, ...]) -> Path:
+        return build_package(self.workdir, self.repo, name, version, **kw)
 
 
 @dataclass
@@ -91,8 +99,10 @@ class PacmanEnv:
         )
         return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"]
 
-    def run(self, *argv: str) -> subprocess.CompletedProcess:
-        return subprocess.run([*self.prefix, *argv], capture_output=True, text=True, timeout=300)
+    def run(self, *argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [*self.prefix, *argv], capture_output=True, text=True, timeout=timeout
+        )
 
     def query(self, name: str = PACKAGE) -> str | None:
         """The installed version, or None."""

@@ -4,51 +4,16 @@ booted Debian machine whose only apt source is that repository."""
 
 from __future__ import annotations
 
-import hashlib
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.integration.apt_repo import build_deb
 from tests.integration.helpers import NODEMANAGER, write_configsets
 from tests.integration.machines import Machine
 
 pytestmark = [pytest.mark.ansible, pytest.mark.machine]
 PACKAGE = "nmtest-hello"
-
-
-def build_deb(repo: Path, version: str) -> None:
-    """A package installing /opt/nmtest/VERSION and the conffile /etc/nmtest-hello.conf; the
-    repository's Packages index is rewritten to list every .deb in it."""
-    root = repo.parent / f"build-{version}"
-    (root / "DEBIAN").mkdir(parents=True)
-    (root / "opt" / "nmtest").mkdir(parents=True)
-    (root / "etc").mkdir()
-    (root / "opt" / "nmtest" / "VERSION").write_text(version + "\n")
-    (root / "etc" / "nmtest-hello.conf").write_text("greeting = hello\n")
-    (root / "DEBIAN" / "conffiles").write_text("/etc/nmtest-hello.conf\n")
-    (root / "DEBIAN" / "control").write_text(
-        f"Package: {PACKAGE}\nVersion: {version}\nArchitecture: all\n"
-        "Maintainer: nodemanager tests <t@example.invalid>\n"
-        "Description: nodemanager test package\n"
-    )
-    deb = repo / f"{PACKAGE}_{version}_all.deb"
-    subprocess.run(
-        ["dpkg-deb", "--root-owner-group", "--build", str(root), str(deb)],
-        check=True,
-        capture_output=True,
-    )
-    entries = []
-    for pkg in sorted(repo.glob("*.deb")):
-        control = subprocess.run(
-            ["dpkg-deb", "-f", str(pkg)], check=True, capture_output=True, text=True
-        ).stdout
-        data = pkg.read_bytes()
-        entries.append(
-            control.rstrip("\n") + f"\nFilename: ./{pkg.name}\nSize: {len(data)}\n"
-            f"SHA256: {hashlib.sha256(data).hexdigest()}\n"
-        )
-    (repo / "Packages").write_text("\n".join(entries))
 
 
 @pytest.fixture
@@ -86,7 +51,10 @@ def status(m: Machine) -> str:
 def test_install_reapply_upgrade_remove_reinstall(debian, tmp_path):
     m, repo = debian
     assert "1 changed" in apply(m, tmp_path, {"name": PACKAGE})
-    assert status(m) == "installed" and m.path("/opt/nmtest/VERSION").read_text() == "1.0\n"
+    assert (
+        status(m) == "installed"
+        and m.path("/opt/nmtest/nmtest-hello/VERSION").read_text() == "1.0\n"
+    )
     assert "0 changed" in apply(m, tmp_path, {"name": PACKAGE})
 
     build_deb(repo, "1.1")
@@ -95,11 +63,11 @@ def test_install_reapply_upgrade_remove_reinstall(debian, tmp_path):
         m, tmp_path, {"name": PACKAGE}
     )  # installed: a newer one is not wanted
     assert "1 changed" in apply(m, tmp_path, {"name": PACKAGE, "ensure": "latest"})
-    assert m.path("/opt/nmtest/VERSION").read_text() == "1.1\n"
+    assert m.path("/opt/nmtest/nmtest-hello/VERSION").read_text() == "1.1\n"
 
     # Removed, its conffile stays: dpkg still lists it (config-files), yet it is not installed.
     assert "1 changed" in apply(m, tmp_path, {"name": PACKAGE, "ensure": "absent"})
-    assert status(m) == "config-files" and not m.path("/opt/nmtest/VERSION").exists()
+    assert status(m) == "config-files" and not m.path("/opt/nmtest/nmtest-hello/VERSION").exists()
     assert "0 changed" in apply(m, tmp_path, {"name": PACKAGE, "ensure": "absent"})
     assert "1 changed" in apply(m, tmp_path, {"name": PACKAGE})
-    assert status(m) == "installed" and m.path("/opt/nmtest/VERSION").exists()
+    assert status(m) == "installed" and m.path("/opt/nmtest/nmtest-hello/VERSION").exists()
