@@ -12,6 +12,7 @@ from typing import Any
 
 from nodemanager.api.nodereport import ConfigSetEntry, set_condition
 from nodemanager.api.nodestatus import printable, within_bounds
+from nodemanager.api.pool import CONFLICT_CONDITION
 from nodemanager.executor.summary import ConfigSetResult
 
 
@@ -92,7 +93,10 @@ def compute(
             generation,
         ),
     ]
-    conditions: list[dict[str, Any]] = []
+    # The controller's PoolConflict (api/pool.py) is not the agent's to drop.
+    conditions: list[dict[str, Any]] = [
+        dict(c) for c in previous.get("conditions") or () if c.get("type") == CONFLICT_CONDITION
+    ]
     for new in wanted:
         conditions = set_condition(conditions, new, now, previous=previous.get("conditions"))
     # printable: messages (Ansible's span lines) must pass the schema's no-control-character rule.

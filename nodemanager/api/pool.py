@@ -20,6 +20,9 @@ from nodemanager.api.errors import FieldError, InvalidObject
 from nodemanager.api.reader import Reader
 
 KIND = "NodePool"
+# The one ManagedNode condition the controller owns besides Ready=Unknown: True while two pools
+# select the node, naming both. The agent carries it over when it writes its conditions.
+CONFLICT_CONDITION = "PoolConflict"
 DEFAULT_POOL = "default"
 DEFAULT_PROGRESS_DEADLINE = 600
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodemanager.api import InvalidObject
-from nodemanager.api.pool import DEFAULT_POOL, NodePool, default_pool
+from nodemanager.api.nodereport import set_condition
+from nodemanager.api.pool import CONFLICT_CONDITION, DEFAULT_POOL, NodePool, default_pool
 from nodemanager.controller.effects import Outcome, Write
 from nodemanager.controller.events import Note, names
 from nodemanager.controller.pools import (
@@ -100,6 +101,14 @@ def reconcile(
     for node, pool in placements(members, budget.member, budget.conflicts)[:PLACEMENTS_PER_SYNC]:
         held = () if pool else (_two_pools(node, budget.conflicts[node]),)
         on_node(node, "pool", {POOL_FIELD: pool}, held)
+    for member in members:
+        conditions = conflict_conditions(
+            raw_of[member.name], budget.conflicts.get(member.name), now
+        )
+        if conditions is not None:
+            rv = str(raw_of[member.name]["metadata"].get("resourceVersion", ""))
+            write = Write("pool_condition", "patch_node_conditions", (member.name, rv, conditions))
+            work.append((f"pool_condition/{member.name}", rv, Outcome((write,))))
     granted, revoked = grants(budget, members)
     for node, request in granted:
         on_node(node, "grant", {GRANT_FIELD: request}, ())
@@ -156,6 +165,34 @@ def _stalled(memory: PoolMemory, pool: NodePool, c: PoolCounts, mono: float) -> 
     if mono - prior[1] < pool.progress_deadline_seconds:
         return ""
     return f"no node updated for {pool.progress_deadline_seconds}s; waiting for {names(waiting)}"
+
+
+def conflict_conditions(
+    node: Mapping[str, Any], pools: list[str] | None, now: str
+) -> list[dict[str, Any]] | None:
+    """The node's conditions with PoolConflict as it should be (True naming both pools while
+    two select it, absent otherwise), or None when they say so already. Written with the
+    node's resourceVersion, as Ready=Unknown is, so it never overwrites the agent's newer write."""
+    current = list((node.get("status") or {}).get("conditions") or [])
+    present = next((c for c in current if c.get("type") == CONFLICT_CONDITION), None)
+    if not pools:
+        if present is None:
+            return None
+        return [c for c in current if c.get("type") != CONFLICT_CONDITION]
+    message = f"selected by NodePools {' and '.join(pools)}: held, nothing is admitted on it"
+    if (
+        present is not None
+        and present.get("status") == "True"
+        and present.get("message") == message
+    ):
+        return None
+    new = {
+        "type": CONFLICT_CONDITION,
+        "status": "True",
+        "reason": "SelectedByTwoPools",
+        "message": message,
+    }
+    return set_condition(current, new, now)
 
 
 def _two_pools(node: str, pools: list[str]) -> Note:

@@ -435,6 +435,11 @@ def test_a_node_two_pools_select_is_held_and_named(api, kubeconfig, pool_ns, age
     def held():
         node = get(api, pool_ns, "managednodes", HOSTS[1])
         assert node["spec"].get("pool") == "", node["spec"]
+        conflict = next(
+            (c for c in node["status"].get("conditions") or [] if c["type"] == "PoolConflict"), {}
+        )
+        assert conflict.get("status") == "True", node["status"].get("conditions")
+        assert "overlap" in conflict["message"] and "web" in conflict["message"]
         for name in ("web", "overlap"):
             pool = get(api, pool_ns, "nodepools", name)
             assert HOSTS[1] in pool["status"]["conflictingNodes"], pool["status"]
@@ -456,11 +461,14 @@ def test_a_node_two_pools_select_is_held_and_named(api, kubeconfig, pool_ns, age
         for e in events
     )
     custom(api).delete_namespaced_custom_object(GROUP, VERSION, pool_ns, "nodepools", "overlap")
-    eventually(
-        lambda: get(api, pool_ns, "managednodes", HOSTS[1])["spec"].get("pool") == "web",
-        timeout=60,
-        message="back in web",
-    )
+
+    def back():
+        node = get(api, pool_ns, "managednodes", HOSTS[1])
+        assert node["spec"].get("pool") == "web"
+        assert "PoolConflict" not in [c["type"] for c in node["status"]["conditions"]]
+        return node
+
+    eventually(back, timeout=60, message="back in web, the condition gone")
 
 
 def test_a_node_can_ask_for_a_slot_but_not_grant_one_or_touch_pools(

@@ -45,3 +45,11 @@ def test_the_patch_carries_only_what_changed():
         "fileBackups": None,
     }
     assert changed(stored, stored) == {} and not differs(stored, stored)
+
+
+def test_the_controllers_pool_conflict_condition_is_carried_over_and_nothing_else_foreign():
+    conflict = {"type": "PoolConflict", "status": "True", "reason": "SelectedByTwoPools"}
+    previous = {"conditions": [conflict, {"type": "Stray", "status": "True"}]}
+    types = [c["type"] for c in status([], previous, "t1")["conditions"]]
+    assert "PoolConflict" in types and "Stray" not in types
+    assert "PoolConflict" not in [c["type"] for c in status([], {}, "t1")["conditions"]]

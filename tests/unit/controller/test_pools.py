@@ -264,3 +264,18 @@ def test_placements_are_spaced_over_syncs():
     pool = {"metadata": {"name": "default"}, "spec": {"maxUnavailable": 1}}
     _, work = reconcile([pool], [], raws, views, PoolMemory(), namespace="ns", now=STAMP, mono=0)
     assert len([k for k, _, _ in work if k.startswith("pool/")]) == PLACEMENTS_PER_SYNC
+
+
+def test_pool_conflict_condition_is_written_naming_both_pools_and_removed_after():
+    from nodemanager.controller.poolsync import conflict_conditions
+
+    node = {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    wanted = conflict_conditions(node, ["db", "edge"], STAMP)
+    assert wanted is not None
+    conflict = {c["type"]: c for c in wanted}["PoolConflict"]
+    assert conflict["status"] == "True" and "db and edge" in conflict["message"]
+    assert conflict_conditions({"status": {"conditions": wanted}}, ["db", "edge"], STAMP) is None
+    assert conflict_conditions({"status": {"conditions": wanted}}, None, STAMP) == [
+        {"type": "Ready", "status": "True"}
+    ]
+    assert conflict_conditions(node, None, STAMP) is None
