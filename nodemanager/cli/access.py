@@ -117,9 +117,9 @@ def _ttl(text: str, flag: str) -> int:
     from nodemanager.bootstrap.credentials import check_ttl
 
     try:
-        return check_ttl(duration(text), flag)
+        return check_ttl(duration(text, flag), flag)
     except ValueError as e:
-        raise click.BadParameter(str(e), param_hint=flag) from None
+        raise click.UsageError(str(e)) from None  # the message names the flag
 
 
 @click.command()
@@ -245,10 +245,10 @@ def _bootstrap_certificate(
     from nodemanager.kube.csr import NotIssued
 
     try:
-        seconds = check_lifetime(duration(cert_ttl), "--cert-ttl")
+        seconds = check_lifetime(duration(cert_ttl, "--cert-ttl"), "--cert-ttl")
     except ValueError as e:
-        raise click.BadParameter(str(e), param_hint="--cert-ttl") from None
-    timeout = duration(approval_timeout)
+        raise click.UsageError(str(e)) from None  # the message names the flag
+    timeout = duration(approval_timeout, "--approval-timeout")
 
     def submitted(name: str) -> None:
         click.echo(

@@ -92,15 +92,15 @@ def controller(
         namespace=namespace,
         leader_elect=leader_elect,
         identity=leader_elect_identity,
-        sync_period=duration(sync_period),
+        sync_period=duration(sync_period, "--sync-period"),
         manage_access=manage_access,
         trust_node_labels=trust_node_labels,
         approve_node_certificates=approve_node_certificates,
         metrics_bind_address=metrics_bind_address,
         health_probe_bind_address=health_probe_bind_address,
-        lease_duration=duration(leader_elect_lease_duration),
-        renew_deadline=duration(leader_elect_renew_deadline),
-        retry_period=duration(leader_elect_retry_period),
+        lease_duration=duration(leader_elect_lease_duration, "--leader-elect-lease-duration"),
+        renew_deadline=duration(leader_elect_renew_deadline, "--leader-elect-renew-deadline"),
+        retry_period=duration(leader_elect_retry_period, "--leader-elect-retry-period"),
     )
     if options.renew_deadline >= options.lease_duration:
         raise click.BadParameter(

@@ -117,13 +117,15 @@ def add_verbose(command: click.Command) -> None:
             add_verbose(sub)
 
 
-def duration(text: str) -> float:
+def duration(text: str, flag: str) -> float:
+    """``text`` in seconds; bad input is a usage error naming ``flag`` (the option's value is
+    parsed here, after click, so click cannot name it)."""
     from nodemanager.api import parse_duration
 
     try:
         return parse_duration(text)
     except ValueError as e:
-        raise click.BadParameter(str(e)) from None
+        raise click.BadParameter(str(e), param_hint=f"'{flag}'") from None
 
 
 def output_format_option(default: str = "yaml") -> Callable[[F], F]:

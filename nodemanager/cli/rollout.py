@@ -64,7 +64,7 @@ def rollout_status(
 
     from nodemanager.controller.rollout import progress
 
-    name, deadline = _configset_ref(resource), duration(timeout)
+    name, deadline = _configset_ref(resource), duration(timeout, "--timeout")
     client_ = _rollout_client(kubeconfig, context, namespace)
     started, last = time.monotonic(), ""
     while True:

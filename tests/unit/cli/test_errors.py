@@ -170,3 +170,39 @@ def test_token_renewer_thread_logs_one_line_for_a_broken_kubeconfig(configs, cap
     assert not thread.is_alive()  # it stopped, having said why
     [record] = caplog.records
     assert "is not valid YAML" in record.getMessage() and record.exc_info is None
+
+
+def test_bootstrap_certificate_fails_in_one_line(configs, tmp_path):
+    out = tmp_path / "node.kubeconfig"
+    for case in ("unreachable", "bad_yaml", "not_kubeconfig"):
+        args = ["bootstrap", "--certificate", "--bootstrap-kubeconfig", str(configs[case])]
+        line = one_line_error(invoke([*args, "--kubeconfig", str(out), "--hostname", "h"]))
+        assert EXPECTED[case] in line
+    assert not out.exists() and not Path(f"{out}-client.pem").exists()
+
+
+# A duration is parsed after click has the options, so the error names the flag itself.
+BAD_VALUES = [
+    (["bootstrap", "--certificate", "--cert-ttl", "5m"], "Error: --cert-ttl: at least 10"),
+    (["bootstrap", "--certificate", "--cert-ttl", "200h"], "Error: --cert-ttl: at most 168h"),
+    (["bootstrap", "--certificate", "--approval-timeout", "soon"], "'--approval-timeout': 'soon'"),
+    (["bootstrap", "--token-ttl", "9999h"], "Error: --token-ttl: at most 30 days"),
+    (["bootstrap", "--token-ttl", "q"], "'--token-ttl': 'q' is not a duration"),
+    (["controller", "--sync-period", "x"], "'--sync-period': 'x' is not a duration"),
+    (["rollout", "status", "configset/x", "--timeout", "x"], "'--timeout': 'x' is not"),
+    (["run", "--drain-timeout", "x"], "'--drain-timeout': 'x' is not a duration"),
+    (["run", "--watchdog-timeout", "31"], "'--watchdog-timeout': 31 is not in the range"),
+]
+
+
+@pytest.mark.parametrize(("args", "expected"), BAD_VALUES, ids=lambda v: " ".join(v)[:40])
+def test_bad_values_name_their_flag_in_one_line(args, expected, configs, tmp_path):
+    server = str(configs["unreachable"])
+    if args[0] == "bootstrap":
+        args = [*args, "--bootstrap-kubeconfig", server, "--kubeconfig", str(tmp_path / "k")]
+    else:
+        args = [*args, "--kubeconfig", server]
+    result = invoke(args)
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert expected in result.stderr.splitlines()[-1], result.stderr
