@@ -119,7 +119,7 @@ def apply(
     run = _FastRun(plan, check, diff, on_result, kwargs)
     if before_change and not check:
         before_change(
-            sorted({s.origin.resource for s in plan.tasks() if run.prober.converged(s) is True})
+            sorted({s.origin.resource for s in plan.tasks() if run.prober.converged(s) is not True})
         )
     return run.all()
 
