@@ -26,11 +26,12 @@ demo: venv collections
 	$(NM) apply -f examples/demo.yaml
 
 # System packages the tests use: etcd for the control plane, Debian's pacman for the real
-# package-manager tests, openssl for certificates, debootstrap and systemd-nspawn for the real
+# package-manager tests (and makepkg: repo-add, which builds the test repositories, sources its
+# libraries), openssl for certificates, debootstrap and systemd-nspawn for the real
 # systemd and OpenRC service tests, acl for the differential suite's ACL cases. Installed only
 # when missing (needs root).
-DEBS := etcd-server pacman-package-manager libarchive-tools zstd openssh-client iproute2 openssl \
-        debootstrap systemd-container wireguard-tools acl
+DEBS := etcd-server pacman-package-manager makepkg libarchive-tools zstd openssh-client iproute2 \
+        openssl debootstrap systemd-container wireguard-tools acl
 deps:
 	@missing=$$(for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \

@@ -6,6 +6,10 @@ resources (files, directories, subscribed executions), 10 packages, and both tog
 `nodemanager apply` against plain `ansible-playbook` on nodemanager's own `render` output,
 interleaved repeats (`BENCH_REPEATS`, default 5), medians, the load average beside them.
 
+`BENCH_FIRST_WORKLOADS` (comma-separated, default all three) picks workloads: on a loaded machine
+one repeat of ansible-playbook on the 100 resources takes minutes, where the packages alone are
+the close race that needs the repeats.
+
 `BENCH_BASELINE=DIR` adds a third side: `nodemanager apply` run from another source tree (an
 earlier commit, `git archive` unpacked there), so before and after are measured in the same
 interleaving.
@@ -14,6 +18,7 @@ interleaving.
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -31,6 +36,8 @@ WORKLOADS = {
     "10 packages": {"files": False, "packages": True},
     "both": {"files": True, "packages": True},
 }
+_CHOSEN = os.environ.get("BENCH_FIRST_WORKLOADS", ",".join(WORKLOADS))
+CHOSEN = [w.strip() for w in _CHOSEN.split(",")]
 
 
 def _load() -> float:
@@ -42,7 +49,11 @@ def main(bin_dir: Path, repeats: int) -> dict:
 
     baseline = os.environ.get("BENCH_BASELINE")
     sides = ["nodemanager", "ansible-playbook", *(["nodemanager (baseline)"] if baseline else [])]
-    runs: dict[str, dict[str, list[float]]] = {w: {s: [] for s in sides} for w in WORKLOADS}
+    unknown = set(CHOSEN) - set(WORKLOADS)
+    if unknown:
+        raise SystemExit(f"BENCH_FIRST_WORKLOADS: no workload {', '.join(sorted(unknown))}")
+    runs: dict[str, dict[str, list[float]]] = {w: {s: [] for s in sides} for w in CHOSEN}
+    cpus: dict[str, dict[str, list[float]]] = {w: {s: [] for s in sides} for w in CHOSEN}
     loads: list[float] = []
     with tempfile.TemporaryDirectory(prefix="nm-bench-first-") as tmp:
         base = Path(tmp)
@@ -52,7 +63,8 @@ def main(bin_dir: Path, repeats: int) -> dict:
             "ANSIBLE_GATHERING": "explicit",
         }
         for n in range(repeats):  # interleaved: drift of the machine hits every side alike
-            for workload, shape in WORKLOADS.items():
+            for workload in CHOSEN:
+                shape = WORKLOADS[workload]
                 for side in sides:
                     work = base / f"r{n}-{workload.replace(' ', '-')}-{side.split()[-1]}"
                     work.mkdir()
@@ -61,15 +73,16 @@ def main(bin_dir: Path, repeats: int) -> dict:
                     cs.write_text(yaml.safe_dump(first(work / "tree", **shape)))
                     argv, extra = _side(side, bin_dir, cs, work, baseline)
                     loads.append(_load())
-                    runs[workload][side].append(
-                        _timed(
-                            [*env.prefix, *argv],
-                            {**extra, **ansible_env} if side == "ansible-playbook" else extra,
-                        )
+                    wall, cpu = _timed(
+                        [*env.prefix, *argv],
+                        {**extra, **ansible_env} if side == "ansible-playbook" else extra,
                     )
+                    runs[workload][side].append(wall)
+                    cpus[workload][side].append(cpu)
                     shutil.rmtree(work)
-                    print(f"first {workload} {side}: {runs[workload][side][-1]:.2f} s", flush=True)
+                    print(f"first {workload} {side}: {wall:.2f} s, CPU {cpu:.2f} s", flush=True)
     medians = {w: {s: statistics.median(v) for s, v in r.items()} for w, r in runs.items()}
+    cpu = {w: {s: statistics.median(v) for s, v in r.items()} for w, r in cpus.items()}
     return {
         "repeats": repeats,
         "load_average_1m": {
@@ -81,7 +94,12 @@ def main(bin_dir: Path, repeats: int) -> dict:
         "speedup_vs_ansible_playbook": {
             w: m["ansible-playbook"] / m["nodemanager"] for w, m in medians.items()
         },
+        "median_cpu_seconds": cpu,
+        "cpu_ratio_vs_ansible_playbook": {
+            w: m["ansible-playbook"] / m["nodemanager"] for w, m in cpu.items()
+        },
         "runs": runs,
+        "cpu_runs": cpus,
     }
 
 
@@ -105,10 +123,15 @@ def _side(
     return [nm, "apply", "--os", "arch", "-f", str(cs)], {}
 
 
-def _timed(argv: list[str], env: dict[str, str]) -> float:
+def _timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds, and CPU seconds of the command and every process it waited for (the
+    figure a loaded machine moves least)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **env})
     elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     if proc.returncode != 0:
         raise RuntimeError(f"{argv} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    return elapsed
+    return elapsed, cpu
