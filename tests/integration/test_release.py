@@ -46,6 +46,7 @@ def test_sbom_lists_the_packages_inside_each_artifact(dist):
     agent = next(name for name in carried if name.endswith(f"-linux-{ARCH}"))
     # read from the file: the pure ones once, PyYAML carried per CPython minor (one entry)
     assert {"nodemanager", "ansible_core", "kubernetes", "pyyaml", "markupsafe"} <= carried[agent]
+    assert {"cryptography", "cffi"} <= carried[agent]  # bootstrap --certificate's
     assert carried[agent] == {name.lower() for name, _ in release.python_packages(dist / agent)}
     wheel = next(name for name in carried if name.endswith(".whl"))
     assert carried[wheel] == {"nodemanager"}
@@ -61,6 +62,13 @@ def test_agent_files_carry_only_modules_of_their_platform(dist):
     assert release.foreign_extensions(cross, OTHER, "gnu")
     with zipfile.ZipFile(cross) as zf:
         assert any(n.endswith(f"cpython-313-{OTHER}-linux-musl.so") for n in zf.namelist())
+    # cryptography's abi3 module has no platform tag in its name, carried once for every minor:
+    # accepted by its ELF machine, and refused by it in the other architecture's file.
+    abi3 = "payload/site/cryptography/hazmat/bindings/_rust.abi3.so"
+    for agent in (native, cross):
+        with zipfile.ZipFile(agent) as zf:
+            assert abi3 in zf.namelist()
+    assert abi3 in release.foreign_extensions(cross, ARCH, "musl")
 
 
 def test_cross_built_file_refuses_this_machine_in_one_line(dist, tmp_path):
