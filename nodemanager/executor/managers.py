@@ -74,18 +74,22 @@ class Manager:
     lists_pulled = False
 
     def __init__(self) -> None:
-        self._installed: set[str] | None = None
+        self._read: dict[str, set[str]] = {}
 
     def forget(self) -> None:
-        self._installed = None
+        self._read.clear()
+
+    def once(self, what: str, read: Callable[[], set[str]]) -> set[str]:
+        """``read()``, asked of the manager once until ``forget``."""
+        if what not in self._read:
+            self._read[what] = read()
+        return self._read[what]
 
     def list_installed(self) -> set[str]:
         return set()
 
     def installed(self) -> set[str]:
-        if self._installed is None:
-            self._installed = self.list_installed()
-        return self._installed
+        return self.once("installed", self.list_installed)
 
     def converged(self, step: Step) -> Verdict:
         if step.state not in ("present", "absent") or not plain(step):
@@ -109,21 +113,15 @@ class Pacman(Manager):
     def list_installed(self) -> set[str]:
         return set(_lines(["pacman", "-Qq"]) or [])
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._groups: set[str] | None = None
-
-    def forget(self) -> None:
-        super().forget()
-        self._groups = None
-
     def groups(self) -> set[str]:
         """Group names, in the repositories and installed: the module expands them."""
-        if self._groups is None:
+
+        def read() -> set[str]:
             synced = [g.strip() for g in _lines(["pacman", "-Sg"]) or []]
             local = [line.split()[0] for line in _lines(["pacman", "-Qg"]) or [] if line.strip()]
-            self._groups = {g for g in synced if g} | set(local)
-        return self._groups
+            return {g for g in synced if g} | set(local)
+
+        return self.once("groups", read)
 
     def converged(self, step: Step) -> Verdict:
         if plain(step) and step.name in self.groups():
@@ -152,23 +150,13 @@ class Apt(Manager):
     module = "ansible.builtin.apt"
     lists_pulled = True
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._auto: set[str] | None = None
-
-    def forget(self) -> None:
-        super().forget()
-        self._auto = None
-
     def list_installed(self) -> set[str]:
         # dpkg also lists packages removed with their conffiles kept ("config-files").
         lines = _lines(["dpkg-query", "-W", "-f", "${db:Status-Status} ${Package}\\n"]) or []
         return {n for s, _, n in (line.partition(" ") for line in lines) if s == "installed"}
 
     def auto(self) -> set[str]:
-        if self._auto is None:
-            self._auto = set(_lines(["apt-mark", "showauto"]) or [])
-        return self._auto
+        return self.once("auto", lambda: set(_lines(["apt-mark", "showauto"]) or []))
 
     def converged(self, step: Step) -> Verdict:
         verdict = super().converged(step)

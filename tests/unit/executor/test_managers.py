@@ -148,3 +148,21 @@ def test_a_pinned_version_is_the_modules_to_read():
     (step,) = build(merge([cs]), "fedora", "n").tasks()
     assert step.name == "vim-9.1" and not managers.plain(step)
     assert managers.Dnf().converged(step) is None
+
+
+def test_the_manager_is_read_once_until_forget():
+    # One database read per run: every name's probe shares it, and after anything that
+    # changed packages the next question reads it again.
+    reads = []
+
+    class Counted(managers.Manager):
+        def list_installed(self) -> set[str]:
+            reads.append(1)
+            return {"a"}
+
+    m = Counted()
+    assert m.installed() == {"a"} and m.installed() == {"a"}
+    assert len(reads) == 1
+    m.forget()
+    m.installed()
+    assert len(reads) == 2
