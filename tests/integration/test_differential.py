@@ -9,15 +9,19 @@ are batched, one ConfigSet each, into a few plans so the whole suite costs a few
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from nodemanager.executor import config
+from nodemanager.executor.events import TaskResult, to_result
 from nodemanager.executor.run import apply
 from nodemanager.playbook.dump import to_yaml
+from nodemanager.playbook.plan import Plan
 from tests.integration.differential import (
     BIG,
     HAVE_ACL,
@@ -35,6 +39,7 @@ from tests.integration.differential import (
 pytestmark = [pytest.mark.ansible, pytest.mark.timeout(2400)]
 
 ALL = cases()
+CALLBACKS = Path(__file__).parent / "callbacks"
 
 
 def test_enough_cases():
@@ -117,6 +122,32 @@ def _spilled(case: Case) -> bool:
 CLASSES = ("x-background", "x-environment", "secret-ansible-", "hardlink-", "diff")
 
 
+def _plain(plan: Plan, where: Path, *flags: str) -> list[TaskResult]:
+    """``plan``'s render output run by plain ansible-playbook (with ``flags``), each task's
+    outcome read as the executor reads ansible-runner's events (callbacks/nm_events.py)."""
+    private = config.private_dir(str(where))
+    (private / "main.yml").write_text(to_yaml(plan.playbook))
+    (private / "ansible.cfg").write_text(
+        f"[defaults]\ncallback_plugins = {CALLBACKS}\ncallbacks_enabled = nm_events\n"
+    )
+    proc = subprocess.run(
+        [f"{config.ansible_bin_dir()}/ansible-playbook", "-i", "localhost,", *flags, "main.yml"],
+        cwd=private,
+        env={**os.environ, **config.envvars(private)},
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    events = [json.loads(line) for line in (private / "events.jsonl").read_text().splitlines()]
+    return [r for r in (to_result(e, plan.origins) for e in events) if r is not None]
+
+
+def _shown(results: Sequence[TaskResult], plan: Plan, side: Path) -> dict[str, tuple[str, str]]:
+    """Status and diff per task but a Secret-fed one's: plain Ansible censors those (no_log),
+    and what the agent reports for them is checked against what ran after them."""
+    return reports([r for r in results if not plan.origins[r.task].secret], side)
+
+
 def test_render_output_under_plain_ansible_playbook(tmp_path):
     # A sample, plus every large content left to Ansible: render prints it inline, so plain
     # ansible-playbook shows what `content` means where the executor's spill file must agree.
@@ -127,23 +158,21 @@ def test_render_output_under_plain_ansible_playbook(tmp_path):
     fast_side, plain_side = tmp_path / "fast", tmp_path / "plain"
     prepare(batch, fast_side)
     prepare(batch, plain_side)
-    apply(plan_of(batch, fast_side))
-    private = config.private_dir(str(tmp_path / "run"))
-    (private / "main.yml").write_text(to_yaml(plan_of(batch, plain_side).playbook))
-    env = {**os.environ, **config.envvars(private)}
-    proc = subprocess.run(
-        [
-            f"{config.ansible_bin_dir()}/ansible-playbook",
-            "-i",
-            "localhost,",
-            str(private / "main.yml"),
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
+    fast_plan, plain_plan = plan_of(batch, fast_side), plan_of(batch, plain_side)
+    # --check --diff first (it changes nothing): what each task would do, and its diff text.
+    fast = apply(fast_plan, check=True, diff=True)
+    plain = _plain(plain_plan, tmp_path / "check", "--check", "--diff")
+    shown = _shown(plain, plain_plan, plain_side)
+    assert _divergences(_shown(fast.results, fast_plan, fast_side), shown) == []
+    # Latin-1 bytes shown as U+FFFD, on both: the callback did read Ansible's diffs.
+    assert any("caf\ufffd" in diff for _, diff in shown.values())
+    fast = apply(fast_plan)
+    plain = _plain(plain_plan, tmp_path / "run")
+    problems = _divergences(state(fast_side), state(plain_side))
+    problems += _divergences(
+        _shown(fast.results, fast_plan, fast_side), _shown(plain, plain_plan, plain_side)
     )
-    assert proc.returncode == 0, proc.stdout[-2000:]
-    assert _divergences(state(fast_side), state(plain_side)) == []
+    assert problems == []
 
 
 def test_a_locale_that_is_not_installed_means_the_same(tmp_path, monkeypatch):
@@ -161,6 +190,17 @@ def test_a_locale_that_is_not_installed_means_the_same(tmp_path, monkeypatch):
     assert problems == []
     for name in ("x-environment", "x-environment-ansible"):
         assert "LC_ALL=C.UTF-8" in (fast_side / name / "env").read_text().splitlines()
+    # The render output under plain ansible-playbook, in the environment the executor gives it.
+    plain_side = tmp_path / "plain"
+    prepare(batch, plain_side)
+    plain_plan = plan_of(batch, plain_side)
+    plain = _plain(plain_plan, tmp_path / "run")
+    problems = _divergences(state(fast_side), state(plain_side))
+    problems += _divergences(
+        _shown(fast.results, plan_of(batch, fast_side), fast_side),
+        _shown(plain, plain_plan, plain_side),
+    )
+    assert problems == []
 
 
 def test_secret_fed_files_are_reported_as_ansible_did(tmp_path):
