@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from nodemanager.playbook.build import TaskOrigin
+from nodemanager.playbook.plan import TaskOrigin
 from nodemanager.playbook.steps import user_argv
 
 TaskStatus = Literal["ok", "changed", "failed", "skipped"]

@@ -267,7 +267,7 @@ def execute(
     private = config.private_dir(work_dir)
     results: list[TaskResult] = []
     # Ansible censors a no_log task's whole result, `changed` too: the task after it reports
-    # whether it changed (build.REPORTED); a failure is still its own event.
+    # whether it changed (render.REPORTED); a failure is still its own event.
     reported = {s.reported_by: s for s in plan.steps if s.reported_by}
     secret = {s.task for s in reported.values()}
     censored: set[str] = set()

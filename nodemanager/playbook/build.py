@@ -15,31 +15,11 @@ from nodemanager.desired.merge import DesiredState, Resource
 from nodemanager.desired.templates import Rendered
 from nodemanager.playbook import platforms, render
 from nodemanager.playbook.literal import NotLiteral, literal_env
-from nodemanager.playbook.plan import TASK_KEYWORDS, Plan, TaskOrigin, module_of
-from nodemanager.playbook.render import (
-    FILE_GUARD,
-    LINGER,
-    MANAGER,
-    REDACTED,
-    REPORTED,
-    USER_PYTHON,
-    USER_VAR,
-)
+from nodemanager.playbook.plan import Plan
+from nodemanager.playbook.render import LINGER, MANAGER, REPORTED
 from nodemanager.playbook.steps import Origin, Step, StepKind
 
-__all__ = [
-    "FILE_FORMS",
-    "FILE_GUARD",
-    "REDACTED",
-    "REPORTED",
-    "TASK_KEYWORDS",
-    "USER_PYTHON",
-    "USER_VAR",
-    "Plan",
-    "TaskOrigin",
-    "build",
-    "module_of",
-]
+__all__ = ["FILE_FORMS", "Plan", "build"]
 
 # The step kind of each file skeleton in playbook_templates/files.yaml.
 FILE_FORMS: dict[str, StepKind] = {form: kind for kind, form in render.FILE_FORMS.items()}

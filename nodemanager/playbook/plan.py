@@ -17,11 +17,9 @@ from typing import Any
 from nodemanager.desired.merge import DesiredState
 from nodemanager.playbook import render
 from nodemanager.playbook.dump import LongUnsafe
-from nodemanager.playbook.render import TASK_KEYWORDS, module_of
 from nodemanager.playbook.steps import Batch, Origin, Step
 
 TaskOrigin = Origin  # the name the executor and agent know
-__all__ = ["TASK_KEYWORDS", "Plan", "TaskOrigin", "module_of"]
 
 
 @dataclass(frozen=True)

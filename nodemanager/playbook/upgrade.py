@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from nodemanager.desired.merge import DesiredState
 from nodemanager.playbook import platforms
-from nodemanager.playbook.plan import Plan, TaskOrigin, module_of
+from nodemanager.playbook.plan import Plan, TaskOrigin
+from nodemanager.playbook.render import module_of
 from nodemanager.playbook.steps import Step
 
 RESOURCE = "upgrade:os"

@@ -10,8 +10,9 @@ import yaml
 from nodemanager.api import ConfigSet
 from nodemanager.desired.merge import merge
 from nodemanager.executor import native, probe
-from nodemanager.playbook.build import build, module_of
+from nodemanager.playbook.build import build
 from nodemanager.playbook.platforms import FAMILIES, TEMPLATES_DIR
+from nodemanager.playbook.render import module_of
 from nodemanager.playbook.steps import KINDS
 from nodemanager.playbook.upgrade import upgrade_plan
 

@@ -1,7 +1,7 @@
 """ansible-runner events -> TaskResults: status words, messages, and nothing from Secret tasks."""
 
 from nodemanager.executor.events import to_result
-from nodemanager.playbook.build import TaskOrigin
+from nodemanager.playbook.plan import TaskOrigin
 
 ORIGINS = {
     "base | file /etc/motd": TaskOrigin("file:/etc/motd", ("base",)),

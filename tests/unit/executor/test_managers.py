@@ -21,7 +21,8 @@ from nodemanager.api import ConfigSet
 from nodemanager.desired.merge import merge
 from nodemanager.executor import managers
 from nodemanager.executor.config import COLLECTIONS_PATH
-from nodemanager.playbook.build import build, module_of
+from nodemanager.playbook.build import build
+from nodemanager.playbook.render import module_of
 from nodemanager.playbook.subset import Batch, segment
 
 FAMILIES = {

@@ -9,7 +9,8 @@ import pytest
 
 from nodemanager.api import ConfigSet
 from nodemanager.desired.merge import merge
-from nodemanager.playbook.build import build, module_of
+from nodemanager.playbook.build import build
+from nodemanager.playbook.render import module_of
 from tests.unit.playbook.argspec import validate
 
 SPEC = {

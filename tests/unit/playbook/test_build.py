@@ -6,10 +6,11 @@ import yaml
 from nodemanager.api import ConfigSet
 from nodemanager.desired.merge import merge
 from nodemanager.desired.templates import Rendered
-from nodemanager.playbook.build import FILE_GUARD, REDACTED, build
+from nodemanager.playbook.build import build
 from nodemanager.playbook.dump import Unsafe, to_yaml
 from nodemanager.playbook.errors import UnsupportedPlatform
 from nodemanager.playbook.platforms import family
+from nodemanager.playbook.render import FILE_GUARD, REDACTED
 from nodemanager.playbook.steps import EXEC_PATH, exec_argv
 
 

@@ -4,7 +4,7 @@ tests/integration/test_upgrade.py)."""
 
 import pytest
 
-from nodemanager.playbook.build import module_of
+from nodemanager.playbook.render import module_of
 from nodemanager.playbook.upgrade import upgrade_plan
 from tests.unit.playbook.argspec import validate
 

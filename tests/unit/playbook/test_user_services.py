@@ -4,8 +4,9 @@ tests/integration/test_user_services.py)."""
 
 from nodemanager.api import ConfigSet
 from nodemanager.desired.merge import merge
-from nodemanager.playbook.build import USER_PYTHON, USER_VAR, build, module_of
+from nodemanager.playbook.build import build
 from nodemanager.playbook.dump import to_yaml
+from nodemanager.playbook.render import USER_PYTHON, USER_VAR, module_of
 from tests.unit.playbook.argspec import validate
 
 SPEC = {
