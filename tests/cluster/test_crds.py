@@ -96,6 +96,27 @@ def test_bad_package_ensure_and_selector_operator_are_refused(api_client, namesp
     )
 
 
+@pytest.mark.parametrize("plural", ["configsets", "nodepools"])
+def test_in_without_values_is_refused_saying_why(api_client, namespace, plural):
+    # The rule reads `values` only when it is there: refused with its message, not CEL's
+    # "no such key: values".
+    field = "selector" if plural == "configsets" else "nodeSelector"
+    kind = "ConfigSet" if plural == "configsets" else "NodePool"
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": kind,
+        "metadata": {"name": f"in-{uuid.uuid4().hex[:6]}"},
+        "spec": {field: {"matchExpressions": [{"key": "a", "operator": "In"}]}},
+    }
+    with pytest.raises(ApiException) as refused:
+        client.CustomObjectsApi(api_client).create_namespaced_custom_object(
+            GROUP, VERSION, namespace, plural, body
+        )
+    message = json.loads(refused.value.body)["message"]
+    assert f"spec.{field}.matchExpressions[0]" in message
+    assert "values must be non-empty for In" in message and "no such key" not in message
+
+
 def test_managednode_status_subresource(api_client, namespace):
     api = client.CustomObjectsApi(api_client)
     api.create_namespaced_custom_object(
