@@ -96,6 +96,7 @@ def rollout_history(resource: str, kubeconfig: str, context: str | None, namespa
 
     name = _configset_ref(resource)
     client_ = _rollout_client(kubeconfig, context, namespace)
+    client_.configset(name)  # a name that is not there is an error (as kubectl's), not no revisions
     revisions = client_.revisions(name, CONFIGSET_LABEL)
     running: dict[str, list[str]] = {}
     for node in client_.nodes():

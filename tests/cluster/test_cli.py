@@ -93,6 +93,17 @@ def test_rollout_status_exit_codes_with_options_before_the_subcommand(
     assert away.stderr.count("\n") == 1 and "Traceback" not in away.stderr
 
 
+@pytest.mark.parametrize("command", ["status", "history", "pause", "resume", "undo"])
+def test_rollout_of_a_configset_that_is_not_there_fails_in_one_line(kubeconfig, namespace, command):
+    missing = run("--kubeconfig", kubeconfig, "-n", namespace, "rollout", command, "configset/nx")
+    assert missing.returncode == 1, missing
+    assert missing.stderr.splitlines() == [
+        'Error: 404 configsets.common.nodemanager "nx" not found; check -n/--namespace and '
+        "that the CRDs are installed (`make install`)"
+    ]
+    assert missing.stdout == ""
+
+
 def locked_out(path: Path, ns: str) -> bool:
     """The credential is refused: 401 once its account is gone, 403 while only its RBAC is."""
     try:
