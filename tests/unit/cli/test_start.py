@@ -78,3 +78,14 @@ def test_watchdog_timeout_over_what_a_device_keeps_is_refused():
     result = CliRunner().invoke(main, ["run", "--watchdog-timeout", str(MAX_DEVICE_TIMEOUT + 1)])
     assert result.exit_code == 2
     assert f"2<=x<={MAX_DEVICE_TIMEOUT}" in result.output and "Traceback" not in result.output
+
+
+def test_agent_without_certificate_loads_no_cryptography():
+    """cryptography (8.6 MB of the agent's RSS) is for `--certificate` and the controller's
+    approver; the agent's own modules reach nodecert only when they ask who they run as."""
+    code = (
+        "import sys, nodemanager.cli, nodemanager.agent.daemon; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'cryptography'))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "[]"
