@@ -175,6 +175,9 @@ class Renderer:
     def __init__(self, limits: Limits = Limits()):
         self.limits = limits
         self._cache: dict[str, Rendered | TemplateError] = {}
+        # The file the last pass's budget ran out on: it goes last in the next pass, so one
+        # template slower than a whole pass (a loaded machine) cannot hold back every other.
+        self._cut: str | None = None
 
     def _key(self, f: File, data: TemplateData, node: str, nodes: str) -> str:
         refs = [
@@ -196,6 +199,8 @@ class Renderer:
         nodes = _digest([_node_view(n) for n in sorted(data.nodes, key=lambda n: n.name)])
         keys = [self._key(f, data, node, nodes) for f in files]
         missing = [i for i, k in enumerate(keys) if k not in self._cache]
+        missing.sort(key=lambda i: keys[i] == self._cut)  # stable: the rest keep their order
+        self._cut = None
         fresh: dict[str, Rendered | TemplateError] = {}
         retry: dict[str, TemplateError] = {}
         if missing:
@@ -205,6 +210,7 @@ class Renderer:
                 f = files[i]
                 if isinstance(out, BudgetSpent):  # not its own fault: tried again next time
                     retry[keys[i]] = TemplateError(f.path, str(out))
+                    self._cut = self._cut or keys[i]
                 elif isinstance(out, JobFailed):
                     fresh[keys[i]] = TemplateError(f.path, str(out))
                 else:
