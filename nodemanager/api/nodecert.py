@@ -19,19 +19,16 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
+from nodemanager.api.nodeuser import USER_PREFIX as USER_PREFIX
+from nodemanager.api.nodeuser import user_name as user_name
+
 SIGNER = "kubernetes.io/kube-apiserver-client"
-USER_PREFIX = "nodemanager:node:"
 NODES_GROUP = "nodemanager:nodes"
 USAGES = ("digital signature", "client auth")
 KEY_TYPE = "EC P-256"
 MIN_SECONDS = 600  # the API server's minimum expirationSeconds
 MAX_SECONDS = 7 * 86400  # certificates cannot be revoked: a node's lives a week at most
 BACKDATE, SHORT = 300, 8 * 3600  # kube-controller-manager's signer (authority/policies.go)
-
-
-def user_name(namespace: str, hostname: str) -> str:
-    """The user a node's certificate authenticates as."""
-    return f"{USER_PREFIX}{namespace}:{hostname}"
 
 
 def bootstrap_user(namespace: str, hostname: str) -> str:

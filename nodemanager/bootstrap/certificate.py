@@ -24,7 +24,7 @@ from collections.abc import Callable
 import yaml
 
 from nodemanager.api import nodecert
-from nodemanager.bootstrap.credentials import Renewer, TokenRenewer
+from nodemanager.bootstrap.credentials import Renewer
 from nodemanager.bootstrap.rbac import cluster_role_names, role_names
 from nodemanager.fsutil import write_atomic
 from nodemanager.kube import bindings, csr, tokens
@@ -144,18 +144,6 @@ class CertRenewer(Renewer):
             "renewed the node certificate; valid until %s",
             time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(new.not_after)),
         )
-
-
-def renewer(
-    kubeconfig: str, hostname: str, namespace: str, fraction: float = RENEW_FRACTION
-) -> CertRenewer | TokenRenewer:
-    """What renews the agent's own credential: its certificate or its token."""
-    try:
-        if current(kubeconfig) is not None:
-            return CertRenewer(kubeconfig, hostname, namespace, fraction)
-    except Exception as e:  # the token renewer reports an unusable file in one line
-        log.debug("no node certificate in %s: %s", kubeconfig, e)
-    return TokenRenewer(kubeconfig, hostname, namespace)
 
 
 def revoke(kubeconfig: str, hostname: str, namespace: str, context: str | None = None) -> list[str]:

@@ -23,6 +23,7 @@ import yaml
 from nodemanager.bootstrap.policy import MAX_TOKEN_SECONDS
 from nodemanager.bootstrap.rbac import LABELS, binding_secret, service_account
 from nodemanager.fsutil import write_atomic
+from nodemanager.kube import kubeconfig as kubeconfig_file
 from nodemanager.kube import tokens
 
 log = logging.getLogger(__name__)
@@ -160,3 +161,17 @@ class TokenRenewer(Renewer):
         text, granted = node_kubeconfig(self.kubeconfig, self.hostname, self.namespace, lifetime)
         write_kubeconfig(self.kubeconfig, text)
         log.info("renewed the node token; new lifetime %.0f s", granted)
+
+
+def renewer(kubeconfig: str, hostname: str, namespace: str, fraction: float) -> Renewer:
+    """What renews the agent's own credential: its certificate or its token. A kubeconfig
+    without a client certificate never loads bootstrap/certificate.py (and cryptography)."""
+    try:
+        if kubeconfig_file.client_certificate_of(kubeconfig) is not None:
+            from nodemanager.bootstrap.certificate import CertRenewer, current
+
+            if current(kubeconfig) is not None:
+                return CertRenewer(kubeconfig, hostname, namespace, fraction)
+    except Exception as e:  # the token renewer reports an unusable file in one line
+        log.debug("no node certificate in %s: %s", kubeconfig, e)
+    return TokenRenewer(kubeconfig, hostname, namespace)

@@ -29,13 +29,13 @@ from typing import Any
 
 from nodemanager.api.duration import MAX_LEASE_SECONDS
 from nodemanager.api.fencing import MAINTENANCE
-from nodemanager.api.nodecert import USER_PREFIX
 from nodemanager.api.nodestatus import (
     MAX_CONFIGSETS,
     MAX_CONFLICTS,
     NO_CONTROL_RE2,
     REVISION_RE2,
 )
+from nodemanager.api.nodeuser import USER_PREFIX
 from nodemanager.host.labels import MANAGED_KEYS
 
 GROUP = "common.nodemanager"

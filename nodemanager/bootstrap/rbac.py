@@ -31,7 +31,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodemanager.api import nodecert
+from nodemanager.api import nodeuser
 from nodemanager.bootstrap.policy import (
     GROUP,
     KEEP_LABEL,
@@ -92,7 +92,7 @@ def subjects(hostname: str, namespace: str, certificate: bool) -> list[dict[str,
             {
                 "kind": "User",
                 "apiGroup": "rbac.authorization.k8s.io",
-                "name": nodecert.user_name(namespace, hostname),
+                "name": nodeuser.user_name(namespace, hostname),
             }
         )
     return out

@@ -184,7 +184,7 @@ def run(
     from nodemanager.playbook.errors import PlaybookError
 
     setup_logging(log_format, "debug" if verbosity(click.get_current_context()) else log_level)
-    from nodemanager.bootstrap.certificate import renewer
+    from nodemanager.bootstrap.credentials import renewer
     from nodemanager.host.labels import hostname as this_host
     from nodemanager.kube.kubeconfig import exists, loader
 

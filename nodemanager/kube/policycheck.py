@@ -17,6 +17,7 @@ from collections.abc import Callable
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from nodemanager.api.nodeuser import USER_PREFIX
 from nodemanager.kube.client import FIELD_MANAGER, ClientFactory
 from nodemanager.kube.nodes import GROUP, PLURAL, VERSION
 
@@ -114,10 +115,6 @@ def _is_node_account(clients: ClientFactory, namespace: str) -> bool:
 
 
 def _ask_node_account(clients: ClientFactory, namespace: str) -> bool | None:
-    # Here, not at the top: nodecert loads cryptography (8.6 MB of the agent's RSS), which an
-    # agent without --certificate otherwise never needs.
-    from nodemanager.api.nodecert import USER_PREFIX
-
     try:
         review = client.AuthenticationV1Api(clients.get()).create_self_subject_review(
             client.V1SelfSubjectReview()

@@ -80,12 +80,29 @@ def test_watchdog_timeout_over_what_a_device_keeps_is_refused():
     assert f"2<=x<={MAX_DEVICE_TIMEOUT}" in result.output and "Traceback" not in result.output
 
 
-def test_agent_without_certificate_loads_no_cryptography():
-    """cryptography (8.6 MB of the agent's RSS) is for `--certificate` and the controller's
-    approver; the agent's own modules reach nodecert only when they ask who they run as."""
-    code = (
-        "import sys, nodemanager.cli, nodemanager.agent.daemon; "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'cryptography'))"
+def test_agent_without_certificate_loads_no_cryptography(tmp_path):
+    """cryptography (8.6 MB of the agent's RSS) is for a node certificate and the controller's
+    approver: an agent with a token, its renewer chosen, has not loaded it."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert proc.stdout.strip() == "[]"
+    code = (
+        "import sys, nodemanager.cli, nodemanager.agent.daemon, nodemanager.kube.policycheck\n"
+        "from nodemanager.bootstrap.credentials import renewer\n"
+        "print(type(renewer(sys.argv[1], 'h', 'ns', 0.8)).__name__)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'cryptography'))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(kubeconfig)], capture_output=True, text=True, check=True
+    )
+    assert proc.stdout.split("\n")[:2] == ["TokenRenewer", "[]"]
