@@ -14,6 +14,10 @@ Kinds:
   computed with the agent's own ``agent/status.py`` and this host's observed facts), one entry
   changed: what the agent sent for a ConfigSet change before it sent changed keys only.
 - Lease renewal (PUT of the Lease last written, as the agent and the simulated agents do).
+- Event repeat: the real agent's ``Applied`` Event after an apply that changed something
+  (agent/reconcile.py), a merge patch of ``count``, ``message`` and ``lastTimestamp`` of the
+  node's Event as kube/recorder.py sends it for a repeat (the first apply created it). The
+  simulated agents of section 7 do not send it; the real agent does, after the status write.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from bench.controller import cpu_seconds  # noqa: E402
 NODES = int(os.environ.get("BENCH_WRITES_NODES", "1000"))
 REPEATS = int(os.environ.get("BENCH_REPEATS", "5"))
 MERGE = "application/merge-patch+json"
+EVENTS = f"/api/v1/namespaces/{NAMESPACE}/events"
 
 
 def whole_status(generation: int) -> dict[str, Any]:
@@ -112,6 +117,32 @@ async def measure(cp: Any) -> dict[str, Any]:
         body = {"status": {**whole, **changed_status(generation)}}
         return await pool.request("PATCH", f"{BASE}/managednodes/{name}/status", body, MERGE)
 
+    async def event_create(name: str) -> tuple[int, dict[str, Any]]:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{name}.applied", "namespace": NAMESPACE},
+            "involvedObject": {"kind": "ManagedNode", "name": name, "namespace": NAMESPACE},
+            "reason": "Applied",
+            "message": "1 ConfigSets applied, 1 tasks changed",
+            "type": "Normal",
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+            "source": {"component": "nodemanager-agent", "host": name},
+        }
+        return await pool.request("POST", f"{EVENTS}", body)
+
+    async def event_repeat(name: str) -> tuple[int, dict[str, Any]]:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        body = {
+            "count": generation,
+            "message": "1 ConfigSets applied, 1 tasks changed",
+            "lastTimestamp": stamp,
+        }
+        return await pool.request("PATCH", f"{EVENTS}/{name}.applied", body, MERGE)
+
     async def lease_put(name: str) -> tuple[int, dict[str, Any]]:
         lease = leases[name]
         lease["spec"]["renewTime"] = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
@@ -124,8 +155,10 @@ async def measure(cp: Any) -> dict[str, Any]:
         "status, changed keys": status_changed,
         "status, whole": status_whole,
         "Lease renewal (PUT)": lease_put,
+        "Event repeat (PATCH)": event_repeat,
     }
     await burst(pool, names, status_whole)  # every node has the whole status once, untimed
+    await burst(pool, names, event_create)  # and its Applied Event, untimed
     runs: dict[str, list[dict[str, float]]] = {k: [] for k in kinds}
     pids = {"kube-apiserver": cp._apiserver.pid, "etcd": cp._etcd.pid}
     for _ in range(REPEATS):
