@@ -27,11 +27,12 @@ demo: venv collections
 
 # System packages the tests use: etcd for the control plane, Debian's pacman for the real
 # package-manager tests (and makepkg: repo-add, which builds the test repositories, sources its
-# libraries), openssl for certificates, debootstrap and systemd-nspawn for the real
+# libraries; makepkg also builds the release's Arch package), bmake (FreeBSD's make) to read the
+# release's port, openssl for certificates, debootstrap and systemd-nspawn for the real
 # systemd and OpenRC service tests, acl for the differential suite's ACL cases. Installed only
 # when missing (needs root).
 DEBS := etcd-server pacman-package-manager makepkg libarchive-tools zstd openssh-client iproute2 \
-        openssl debootstrap systemd-container wireguard-tools acl
+        openssl debootstrap systemd-container wireguard-tools acl bmake
 deps:
 	@missing=$$(for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
@@ -96,5 +97,5 @@ release: venv collections
 
 # Only what the build made: the project's own collection (nodemanager.core) is tracked source.
 clean:
-	rm -rf $(VENV) bin build demo dist
+	rm -rf $(VENV) bin build demo dist nodemanager.egg-info
 	find collections/ansible_collections -mindepth 1 -maxdepth 1 ! -name nodemanager -exec rm -rf {} +

@@ -1,7 +1,8 @@
 """A Debian package of the agent file (dpkg-deb, no debhelper): `/usr/bin/nodemanager`, the
-systemd unit, `/etc/nodemanager/` for the kubeconfig, Depends on the Python and apt bindings
-it runs with. Purge removes what the agent made (its state, its unpacked tree, the config
-directory); the files ConfigSets applied stay, as the README's uninstall says.
+systemd unit, `/etc/nodemanager/` for the kubeconfig, `/etc/default/nodemanager` (a conffile
+for the agent's flags), Depends on the Python and apt bindings it runs with. Purge removes
+what the agent made (its state, its unpacked tree, the config directory) and the unit's
+enablement; the files ConfigSets applied stay, as the README's uninstall says.
 
 Usage: python deploy/deb.py AGENT_FILE OUT_DIR [ARCH]  (ARCH: x86_64 or aarch64)
 """
@@ -17,12 +18,38 @@ ROOT = Path(__file__).resolve().parents[1]
 DEB_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
 # ansible.builtin.apt respawns under the system Python with python3-apt.
 DEPENDS = "python3 (>= 3.11), python3 (<< 3.14), python3-apt"
-POSTRM = """#!/bin/sh
+DEFAULTS = """\
+# Extra flags of the nodemanager agent (--node-labels, --metrics-bind-address, ...).
+NODEMANAGER_ARGS=""
+"""
+# The unit is not enabled at install: the agent needs `nodemanager bootstrap` first. An upgrade
+# restarts a running agent on the new file; removal stops it; purge takes what it made and
+# its enablement (the unit file is gone by then, so `systemctl disable` cannot).
+SCRIPTS = {
+    "postinst": """#!/bin/sh
+set -e
+if [ "$1" = configure ] && [ -d /run/systemd/system ]; then
+    systemctl daemon-reload
+    systemctl try-restart nodemanager.service
+fi
+""",
+    "prerm": """#!/bin/sh
+set -e
+if [ "$1" = remove ] && [ -d /run/systemd/system ]; then
+    systemctl stop nodemanager.service || true
+fi
+""",
+    "postrm": """#!/bin/sh
 set -e
 if [ "$1" = purge ]; then
+    rm -f /etc/systemd/system/multi-user.target.wants/nodemanager.service
     rm -rf /etc/nodemanager /var/lib/nodemanager /var/cache/nodemanager
 fi
-"""
+if [ -d /run/systemd/system ]; then
+    systemctl daemon-reload || true
+fi
+""",
+}
 
 
 def control(version: str, arch: str, size_kib: int) -> str:
@@ -55,10 +82,14 @@ def build_deb(agent: Path, out_dir: Path, version: str, arch: str) -> Path:
             unit.replace("/usr/local/bin/nodemanager", "/usr/bin/nodemanager")
         )
         (root / "etc" / "nodemanager").mkdir(parents=True, mode=0o700)
+        (root / "etc" / "default").mkdir()
+        (root / "etc" / "default" / "nodemanager").write_text(DEFAULTS)
         size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) // 1024 + 1
         (root / "DEBIAN" / "control").write_text(control(version, arch, size))
-        (root / "DEBIAN" / "postrm").write_text(POSTRM)
-        (root / "DEBIAN" / "postrm").chmod(0o755)
+        (root / "DEBIAN" / "conffiles").write_text("/etc/default/nodemanager\n")
+        for name, script in SCRIPTS.items():
+            (root / "DEBIAN" / name).write_text(script)
+            (root / "DEBIAN" / name).chmod(0o755)
         out_dir.mkdir(parents=True, exist_ok=True)
         deb = out_dir / f"nodemanager_{version.replace('+', '+git.')}_{DEB_ARCH[arch]}.deb"
         subprocess.run(

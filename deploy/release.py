@@ -7,6 +7,8 @@
   build.PYTHONS. Checked after the build: every compiled module's ELF machine and platform tag
   name the file's architecture and libc.
 - `nodemanager_<version>_<amd64|arm64>.deb` (deploy/deb.py) from each glibc agent file.
+- `PKGBUILD`, `APKBUILD` (with the service files they install) and the FreeBSD port
+  (deploy/recipes.py), filled in with this release's versions and checksums.
 - `sbom.cdx.json`: CycloneDX 1.5, one component per artifact, each listing the Python packages
   it carries (name, version, purl), read from the artifact itself, not from the build's inputs.
 - `SHA256SUMS`: `sha256sum -c` format over every other file.
@@ -25,10 +27,11 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from nodemanager.version import build_info
+from nodemanager.version import release_info
 
 import build as agent_build  # deploy/build.py (this directory is on sys.path when run)
 import deb  # deploy/deb.py
+import recipes  # deploy/recipes.py
 
 ROOT = agent_build.ROOT
 DIST_INFO = re.compile(r"(?:^|/)([^/]+)-([^/-]+)\.dist-info/METADATA$")
@@ -127,10 +130,12 @@ def agent_name(version: str, arch: str, libc: str) -> str:
 
 def release(dist: Path, targets: tuple[tuple[str, str], ...] = agent_build.TARGETS) -> list[Path]:
     dist.mkdir(parents=True, exist_ok=True)
-    info = build_info()
-    artifacts = [backend_build("sdist", dist), backend_build("wheel", dist)]
+    info = release_info(ROOT)
+    sdist = backend_build("sdist", dist)
+    artifacts = [sdist, backend_build("wheel", dist)]
+    agents = {}
     for arch, libc in targets:
-        agent = dist / agent_name(info.version, arch, libc)
+        agent = agents[arch, libc] = dist / agent_name(info.version, arch, libc)
         agent_build.build(agent, arch, libc)
         if foreign := foreign_extensions(agent, arch, libc):
             raise SystemExit(f"{agent.name} carries modules of another platform: {foreign[:5]}")
@@ -139,9 +144,10 @@ def release(dist: Path, targets: tuple[tuple[str, str], ...] = agent_build.TARGE
             artifacts.append(deb.build_deb(agent, dist, info.version, arch))
     bom = dist / "sbom.cdx.json"
     bom.write_text(json.dumps(sbom(artifacts, info.version), indent=2) + "\n")
-    sums = [f"{sha256(p)}  {p.name}" for p in [*artifacts, bom]]
+    written = recipes.write(dist, info, sdist, agents)
+    sums = [f"{sha256(p)}  {p.name}" for p in [*artifacts, bom, *written]]
     (dist / "SHA256SUMS").write_text("\n".join(sums) + "\n")
-    return [*artifacts, bom, dist / "SHA256SUMS"]
+    return [*artifacts, bom, *written, dist / "SHA256SUMS"]
 
 
 if __name__ == "__main__":

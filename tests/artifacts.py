@@ -67,6 +67,9 @@ def release() -> Path:
     """The cached dist/ of this source tree (built first if needed): the sdist, the wheel, the
     agent files of TARGETS, the .deb, the SBOM and SHA256SUMS."""
     target = ARTIFACTS / source_key()
+    if (target / "SHA256SUMS").exists():  # renamed into place complete: no need to wait for
+        os.utime(target)  # the lock another checkout's build holds
+        return target
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with (ARTIFACTS / ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

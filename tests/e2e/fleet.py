@@ -55,6 +55,7 @@ class Node:
         self.machine = Machine(init, shared, hostname=hostname, persistent=True, binds=[])
         self.metrics_port, self.health_port = free_port(), free_port()
         self.created_dirs: list[str] = []  # made by install() to hold what it copied
+        self.agent = AGENT  # /usr/bin/nodemanager once installed from the Debian package
         self.pristine: dict[str, str] = {}  # snapshot() before onboarding
 
     # -- the machine --------------------------------------------------------------------
@@ -119,6 +120,17 @@ class Node:
     def install(self, zipapp: Path, drift_check: str) -> None:
         """Copy the agent, its service definition and its flags onto the machine."""
         self.put(AGENT, zipapp.read_bytes(), 0o755)
+        env = self.flags(drift_check)
+        if self.init == "systemd":
+            unit = (DEPLOY / "nodemanager.service").read_bytes()
+            self.put("/etc/systemd/system/nodemanager.service", unit, 0o644)
+            self.put("/etc/default/nodemanager", env, 0o644)
+        else:
+            self.put("/etc/init.d/nodemanager", (DEPLOY / "nodemanager.openrc").read_bytes(), 0o755)
+            self.put("/etc/conf.d/nodemanager", env, 0o644)
+
+    def flags(self, drift_check: str) -> bytes:
+        """The agent's flags as its environment file says them (NODEMANAGER_ARGS)."""
         args = " ".join(
             [
                 f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
@@ -128,20 +140,13 @@ class Node:
                 *([f"--node-labels={self.node_labels}"] if self.node_labels else []),
             ]
         )
-        env = f"NODEMANAGER_ARGS={shlex.quote(args)}\n".encode()
-        if self.init == "systemd":
-            unit = (DEPLOY / "nodemanager.service").read_bytes()
-            self.put("/etc/systemd/system/nodemanager.service", unit, 0o644)
-            self.put("/etc/default/nodemanager", env, 0o644)
-        else:
-            self.put("/etc/init.d/nodemanager", (DEPLOY / "nodemanager.openrc").read_bytes(), 0o755)
-            self.put("/etc/conf.d/nodemanager", env, 0o644)
+        return f"NODEMANAGER_ARGS={shlex.quote(args)}\n".encode()
 
     def bootstrap(self, bootstrap_kubeconfig: bytes, *flags: str) -> str:
         """`nodemanager bootstrap` on the machine, with the bootstrap kubeconfig copied over."""
         self.put("/root/bootstrap.kubeconfig", bootstrap_kubeconfig, 0o600)
         out = self.check(
-            f"{AGENT} bootstrap --bootstrap-kubeconfig /root/bootstrap.kubeconfig "
+            f"{self.agent} bootstrap --bootstrap-kubeconfig /root/bootstrap.kubeconfig "
             + " ".join(map(shlex.quote, flags))
             + " && rm /root/bootstrap.kubeconfig"
         )
@@ -176,7 +181,7 @@ class Node:
                 parent = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
             except (OSError, ValueError, IndexError):
                 continue
-            if argv[:2] == [b"python3", AGENT.encode()]:
+            if argv[:2] == [b"python3", self.agent.encode()]:
                 found[int(proc.name)] = parent
         roots = [pid for pid, parent in found.items() if parent not in found]
         return min(roots) if roots else None

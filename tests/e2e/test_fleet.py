@@ -20,6 +20,7 @@ import urllib3
 import yaml
 from kubernetes import client, config
 
+from tests import artifacts
 from tests.cluster.helpers import eventually
 from tests.e2e.conftest import NAMESPACE, ROOT
 from tests.e2e.fleet import AGENT, INSTALLED, Node
@@ -133,6 +134,17 @@ def web_spec(content: str) -> dict[str, Any]:
     }
 
 
+def one_file(node: Node, path: str, content: str) -> dict[str, Any]:
+    """A ConfigSet spec for this node alone: one file under /etc/e2e."""
+    return {
+        "selector": {"matchLabels": {"kubernetes.io/hostname": node.name}},
+        "files": [
+            {"path": "/etc/e2e", "ensure": "directory", "mode": "0755"},
+            {"path": path, "content": content},
+        ],
+    }
+
+
 def now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
 
@@ -178,33 +190,29 @@ def token_claims(node: Node) -> dict[str, Any]:
     return claims(token)
 
 
+def admit(plane, zipapp: Path, node: Node, kit: Path) -> bytes:
+    """Once, as an admin: the objects one node needs, and a short-lived bootstrap credential
+    (the file's content, to copy onto the host)."""
+    approve = ["--node-labels", node.node_labels] if node.node_labels else []
+    manifests = nodemanager(zipapp, "rbac", "--shared", "--hostname", node.name, *approve)
+    kubectl(plane, "apply", "-f", "-", stdin=manifests)
+    bootstrap = kit / f"{node.name}.bootstrap"
+    nodemanager(zipapp, "token", "--hostname", node.name, "--kubeconfig", str(plane.kubeconfig),
+                "--ttl", "1h", "--out", str(bootstrap))  # fmt: skip
+    return bootstrap.read_bytes()
+
+
 def test_1_registration(fleet, plane, admin, zipapp, tmp_path_factory):
     """Onboard every machine as the README says; three ManagedNodes with labels, Ready."""
     kit = tmp_path_factory.mktemp("bootstrap")
     for node in fleet:
         t0 = time.monotonic()
-        # once, as an admin: the objects one node needs, and a short-lived bootstrap credential
-        approve = ["--node-labels", node.node_labels] if node.node_labels else []
-        manifests = nodemanager(zipapp, "rbac", "--shared", "--hostname", node.name, *approve)
-        kubectl(plane, "apply", "-f", "-", stdin=manifests)
-        bootstrap = kit / f"{node.name}.bootstrap"
-        nodemanager(
-            zipapp,
-            "token",
-            "--hostname",
-            node.name,
-            "--kubeconfig",
-            str(plane.kubeconfig),
-            "--ttl",
-            "1h",
-            "--out",
-            str(bootstrap),
-        )
+        bootstrap = admit(plane, zipapp, node, kit)
         # on the host, with the file copied over
         node.install(zipapp, drift_check="20s")
         ttl = ["--token-ttl", f"{SHORT_TTL}s"] if node.name == ROTATED else []
         t1 = time.monotonic()
-        node.bootstrap(bootstrap.read_bytes(), *ttl)
+        node.bootstrap(bootstrap, *ttl)
         t2 = time.monotonic()
         node.enable_now()
         print(f"{node.name}: admin {t1 - t0:.1f} s, bootstrap {t2 - t1:.1f} s")
@@ -441,17 +449,7 @@ def test_6_token_rotation(fleet, admin):
     assert second["sub"] == first["sub"]
     assert node.agent_pid() == pid, "rotation needed no restart"
     time.sleep(max(0.0, first["exp"] - time.time() + 5))  # the first token is dead now
-    rv = put_configset(
-        admin,
-        "rotation",
-        {
-            "selector": {"matchLabels": {"kubernetes.io/hostname": node.name}},
-            "files": [
-                {"path": "/etc/e2e", "ensure": "directory", "mode": "0755"},
-                {"path": "/etc/e2e/rotation", "content": "still here\n"},
-            ],
-        },
-    )
+    rv = put_configset(admin, "rotation", one_file(node, "/etc/e2e/rotation", "still here\n"))
     since = now()
     until(applied, admin, node.name, "rotation", rv, timeout=90)
     until(lease_renewed_after, admin, node.name, since, timeout=30)
@@ -600,3 +598,51 @@ def test_8_upgrade_with_a_real_reboot(fleet, plane, admin, zipapp):
     until(probed, node, timeout=60)
     back, reported = state["upgrade_reboot"]
     print(f"upgrade: machine back {back:.0f} s, reported {reported:.0f} s after the hold lifted")
+
+
+PACKAGED = "e2e-deb-2"  # uninstalled by scenario 7: a booted systemd machine to spare
+# What dpkg and apt keep of any package they handled: their databases, caches and logs.
+APT_RECORDS = (
+    "/var/lib/dpkg",
+    "/var/lib/apt",
+    "/var/cache/apt",
+    "/var/cache/debconf",
+    "/var/cache/ldconfig",
+    "/var/log/apt",
+    "/var/log/dpkg.log",
+)
+
+
+def test_9_debian_package(fleet, plane, admin, zipapp, tmp_path_factory):
+    """`apt install ./nodemanager_*.deb` on a booted Debian machine (its Depends, python3 and
+    python3-apt, from the machine's own Debian: it has no other apt source), onboarded as the
+    README says, applies a ConfigSet; `apt purge` stops it and leaves no file of it behind."""
+    node = by_name(fleet, PACKAGED)
+    before = node.snapshot()
+    (package,) = artifacts.release().glob("nodemanager_*.deb")  # this machine's architecture
+    inside = node.machine.shared / package.name  # bind-mounted at the same path inside
+    inside.write_bytes(package.read_bytes())
+    node.check(f"apt install -y -q {inside}")
+    inside.unlink()
+    node.agent = "/usr/bin/nodemanager"
+    assert node.read("/lib/systemd/system/nodemanager.service")
+    node.write("/etc/default/nodemanager", node.flags(drift_check="20s").decode())  # a conffile
+    node.bootstrap(admit(plane, zipapp, node, tmp_path_factory.mktemp("deb-bootstrap")))
+    node.check("systemctl enable --now nodemanager")
+    rv = put_configset(admin, "packaged", one_file(node, "/etc/e2e/packaged", "from the .deb\n"))
+    until(applied, admin, node.name, "packaged", rv, timeout=120, message="applied by the .deb")
+    assert node.read("/etc/e2e/packaged") == "from the .deb\n"
+    pid = node.agent_pid()
+    assert pid and node.service_active()
+    assert node.check(f"tr '\\0' ' ' < /proc/{pid}/cmdline").startswith("python3 /usr/bin/")
+
+    node.check("apt purge -y -q nodemanager")
+    assert node.agent_pid() is None and not node.service_active()
+    after = node.snapshot()
+    changed = {p for p in set(after) | set(before) if after.get(p) != before.get(p)}
+    left = {
+        p
+        for p in changed
+        if p not in {"/etc/e2e/packaged", "/etc/e2e"} and not p.startswith(APT_RECORDS + RUNTIME)
+    }
+    assert not left, f"left behind or changed by the package: {sorted(left)}"

@@ -4,6 +4,7 @@ naming every Python package each artifact carries, and SHA256SUMS that `sha256su
 import json
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -84,3 +85,23 @@ def test_cross_built_file_refuses_this_machine_in_one_line(dist, tmp_path):
         f"nodemanager: this file is for {OTHER}-linux-musl; this Python is "
         f"{sys.implementation._multiarch}: use that platform's file"
     ]
+
+
+def test_wheel_sdist_and_agent_file_carry_one_git_stamped_version(dist):
+    agent = next(dist.glob(f"nodemanager-*-linux-{ARCH}"))
+    version = agent.name.removeprefix("nodemanager-").removesuffix(f"-linux-{ARCH}")
+    assert "+g" in version or "+" not in version  # a tag, or the commit as local version
+    with zipfile.ZipFile(dist / f"nodemanager-{version}-py3-none-any.whl") as zf:
+        metadata = zf.read(f"nodemanager-{version}.dist-info/METADATA").decode()
+        wheel_stamp = json.loads(zf.read("nodemanager/_build.json"))
+    assert f"\nVersion: {version}\n" in metadata
+    with tarfile.open(dist / f"nodemanager-{version}.tar.gz") as tar:
+        pkg_info = tar.extractfile(f"nodemanager-{version}/PKG-INFO").read().decode()
+        sdist_stamp = json.loads(
+            tar.extractfile(f"nodemanager-{version}/nodemanager/_build.json").read()
+        )
+    assert f"\nVersion: {version}\n" in pkg_info
+    with zipfile.ZipFile(agent) as zf:
+        agent_stamp = json.loads(zf.read("payload/site/nodemanager/_build.json"))
+    assert wheel_stamp == sdist_stamp == agent_stamp
+    assert wheel_stamp["version"] == version and len(wheel_stamp["commit"]) == 40
