@@ -6,7 +6,7 @@ NM     := $(VENV)/bin/nodemanager
 STAMP  := $(VENV)/.installed
 
 .PHONY: all deps venv collections demo test test-unit test-integration test-cluster lint \
-        controlplane dev-cluster dev-cluster-stop install run build release bench clean e2e
+        controlplane dev-cluster dev-cluster-stop install run build release image bench clean e2e
 
 all: venv collections
 
@@ -29,10 +29,10 @@ demo: venv collections
 # package-manager tests (and makepkg: repo-add, which builds the test repositories, sources its
 # libraries; makepkg also builds the release's Arch package), bmake (FreeBSD's make) to read the
 # release's port, openssl for certificates, debootstrap and systemd-nspawn for the real
-# systemd and OpenRC service tests, acl for the differential suite's ACL cases. Installed only
-# when missing (needs root).
+# systemd and OpenRC service tests, acl for the differential suite's ACL cases, umoci for the
+# controller image (deploy/image.py). Installed only when missing (needs root).
 DEBS := etcd-server pacman-package-manager makepkg libarchive-tools zstd openssh-client iproute2 \
-        openssl debootstrap systemd-container wireguard-tools acl bmake
+        openssl debootstrap systemd-container wireguard-tools acl bmake umoci
 deps:
 	@missing=$$(for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
@@ -90,10 +90,15 @@ bench: deps venv collections controlplane
 build: venv collections
 	$(PY) deploy/build.py bin/nodemanager
 
-# dist/: sdist, wheel, the agent file for this platform, sbom.cdx.json and SHA256SUMS
-# (deploy/release.py), the version stamped from git.
-release: venv collections
+# dist/: sdist, wheel, the agent file for each platform, the .debs, the controller image,
+# sbom.cdx.json and SHA256SUMS (deploy/release.py), the version stamped from git.
+release: deps venv collections
 	$(PY) deploy/release.py dist
+
+# dist/ for this machine only: its agent file, .deb and the controller image
+# (nodemanager-controller-<version>-<arch>.oci.tar, deploy/image.py), SBOM and SHA256SUMS.
+image: deps venv collections
+	$(PY) deploy/release.py dist $$(uname -m)-gnu
 
 # Only what the build made: the project's own collection (nodemanager.core) is tracked source.
 clean:

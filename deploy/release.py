@@ -7,10 +7,14 @@
   build.PYTHONS. Checked after the build: every compiled module's ELF machine and platform tag
   name the file's architecture and libc.
 - `nodemanager_<version>_<amd64|arm64>.deb` (deploy/deb.py) from each glibc agent file.
+- `nodemanager-controller-<version>-<arch>.oci.tar` (deploy/image.py): the controller image,
+  from this machine's glibc agent file when it is among the targets (its Python root is this
+  architecture's Debian packages).
 - `PKGBUILD`, `APKBUILD` (with the service files they install) and the FreeBSD port
   (deploy/recipes.py), filled in with this release's versions and checksums.
 - `sbom.cdx.json`: CycloneDX 1.5, one component per artifact, each listing the Python packages
-  it carries (name, version, purl), read from the artifact itself, not from the build's inputs.
+  it carries (name, version, purl), read from the artifact itself, not from the build's inputs;
+  the image's lists its agent file's and the Debian packages of its root.
 - `SHA256SUMS`: `sha256sum -c` format over every other file.
 
 Usage: python deploy/release.py [DIST [ARCH-LIBC ...]]  (default: every target)
@@ -31,6 +35,7 @@ from nodemanager.version import release_info
 
 import build as agent_build  # deploy/build.py (this directory is on sys.path when run)
 import deb  # deploy/deb.py
+import image  # deploy/image.py
 import recipes  # deploy/recipes.py
 
 ROOT = agent_build.ROOT
@@ -84,9 +89,22 @@ def backend_build(kind: str, dist: Path) -> Path:
     return dist / name
 
 
-def sbom(artifacts: list[Path], version: str) -> dict[str, object]:
+def pypi(packages: list[tuple[str, str]]) -> list[tuple[str, str, str]]:
+    """(name, version, purl) of Python distributions."""
+    return [(n, v, f"pkg:pypi/{n.lower().replace('_', '-')}@{v}") for n, v in packages]
+
+
+def sbom(
+    artifacts: list[Path],
+    version: str,
+    contents: dict[Path, list[tuple[str, str, str]]] | None = None,
+) -> dict[str, object]:
+    """``contents``: (name, version, purl) an artifact holds where it is no zip to read them
+    from (the image); the zips' Python packages are read from them."""
+
     def component(artifact: Path) -> dict[str, object]:
-        packages = python_packages(artifact) if artifact.suffix not in (".gz", ".deb") else []
+        zipped = artifact.suffix not in (".gz", ".deb", ".tar")
+        packages = pypi(python_packages(artifact)) if zipped else []
         return {
             "type": "application",
             "bom-ref": artifact.name,
@@ -99,9 +117,9 @@ def sbom(artifacts: list[Path], version: str) -> dict[str, object]:
                     "bom-ref": f"{artifact.name}/{name}",
                     "name": name,
                     "version": pkg_version,
-                    "purl": f"pkg:pypi/{name.lower().replace('_', '-')}@{pkg_version}",
+                    "purl": purl,
                 }
-                for name, pkg_version in packages
+                for name, pkg_version, purl in packages + (contents or {}).get(artifact, [])
             ],
         }
 
@@ -134,6 +152,7 @@ def release(dist: Path, targets: tuple[tuple[str, str], ...] = agent_build.TARGE
     sdist = backend_build("sdist", dist)
     artifacts = [sdist, backend_build("wheel", dist)]
     agents = {}
+    contents: dict[Path, list[tuple[str, str, str]]] = {}
     for arch, libc in targets:
         agent = agents[arch, libc] = dist / agent_name(info.version, arch, libc)
         agent_build.build(agent, arch, libc)
@@ -142,8 +161,15 @@ def release(dist: Path, targets: tuple[tuple[str, str], ...] = agent_build.TARGE
         artifacts.append(agent)
         if libc == "gnu":
             artifacts.append(deb.build_deb(agent, dist, info.version, arch))
+        if (arch, libc) == (agent_build.HOST[0], "gnu"):
+            oci, debs = image.build(agent, dist, info.version)
+            artifacts.append(oci)
+            contents[oci] = pypi(python_packages(agent)) + [
+                (name, pkg_version, f"pkg:deb/debian/{name}@{pkg_version}?distro=debian-12")
+                for name, pkg_version in debs
+            ]
     bom = dist / "sbom.cdx.json"
-    bom.write_text(json.dumps(sbom(artifacts, info.version), indent=2) + "\n")
+    bom.write_text(json.dumps(sbom(artifacts, info.version, contents), indent=2) + "\n")
     written = recipes.write(dist, info, sdist, agents)
     sums = [f"{sha256(p)}  {p.name}" for p in [*artifacts, bom, *written]]
     (dist / "SHA256SUMS").write_text("\n".join(sums) + "\n")

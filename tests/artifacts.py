@@ -65,7 +65,7 @@ def source_key() -> str:
 
 def release() -> Path:
     """The cached dist/ of this source tree (built first if needed): the sdist, the wheel, the
-    agent files of TARGETS, the .deb, the SBOM and SHA256SUMS."""
+    agent files of TARGETS, the .deb, the controller image, the SBOM and SHA256SUMS."""
     target = ARTIFACTS / source_key()
     if (target / "SHA256SUMS").exists():  # renamed into place complete: no need to wait for
         os.utime(target)  # the lock another checkout's build holds
@@ -83,6 +83,11 @@ def release() -> Path:
 def agent_file() -> Path:
     """This machine's agent file from the cached release (read it or copy it; never write)."""
     return next(release().glob(f"nodemanager-*-linux-{ARCH}"))
+
+
+def image() -> Path:
+    """The controller image (an OCI archive) from the cached release."""
+    return next(release().glob("nodemanager-controller-*.oci.tar"))
 
 
 def _build(target: Path) -> None:

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.ansible
+# the release (with the controller image) is built in the first test that asks, after any
+# other checkout's build (one lock): 600 s is too short on a loaded machine
+pytestmark = [pytest.mark.ansible, pytest.mark.timeout(1800)]
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "deploy"))
 from tests import artifacts  # noqa: E402
@@ -38,6 +40,7 @@ def test_checksums_cover_every_artifact_and_verify(dist):
     assert any(name.endswith(f"-linux-{ARCH}") for name in listed)
     assert any(name.endswith(f"-linux-musl-{OTHER}") for name in listed)
     assert any(name.startswith("nodemanager_") and name.endswith(".deb") for name in listed)
+    assert any(name.startswith("nodemanager-controller-") for name in listed)
 
 
 def test_sbom_lists_the_packages_inside_each_artifact(dist):
@@ -51,6 +54,9 @@ def test_sbom_lists_the_packages_inside_each_artifact(dist):
     assert carried[agent] == {name.lower() for name, _ in release.python_packages(dist / agent)}
     wheel = next(name for name in carried if name.endswith(".whl"))
     assert carried[wheel] == {"nodemanager"}
+    # the image: its agent file's packages and the Debian packages of its root
+    image = next(name for name in carried if name.endswith(".oci.tar"))
+    assert carried[agent] | {"python3.11-minimal", "libc6", "libssl3"} <= carried[image]
 
 
 def test_agent_files_carry_only_modules_of_their_platform(dist):
