@@ -1,6 +1,9 @@
 """Fencing, as both sides read it: a ManagedNode's ``spec.fencing`` and its maintenance mark.
 
-Fencing is opt-in per ManagedNode (``spec.fencing.enabled``). The agent then arms the host's
+Fencing is opt-in per ManagedNode (``spec.fencing.enabled``) or per NodePool (the pool's
+``spec.fencing``, which the controller copies onto each member as ``spec.poolFencing``: a node
+may not read NodePools, and its agent reads only its own ManagedNode). A node's own
+``spec.fencing``, when present, wins, ``enabled: false`` included. The agent then arms the host's
 watchdog and pets it while its Lease renewals succeed; the controller deletes the pods and the
 Kubernetes Node of a fenced node whose Lease expired ``timeoutSeconds`` ago. The annotation
 ``nodemanager.io/maintenance`` (any value; set by an administrator, never by a node: the
@@ -14,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 MAINTENANCE = "nodemanager.io/maintenance"
+POOL_FIELD = "poolFencing"  # ManagedNode spec: the pool's setting, written by the controller
 DEFAULT_TIMEOUT = 60
 # The CRD's bounds. The agent renews its Lease every 10 s: a timeout under three renewals
 # would reset a host for one slow request.
@@ -38,10 +42,19 @@ class Fencing:
 
     @classmethod
     def of(cls, node: Mapping[str, Any]) -> Fencing:
-        """``spec.fencing`` of a raw ManagedNode. Anything malformed (an older CRD let it in)
-        reads as off: fencing a host on a guess is the one mistake not to make."""
+        """What a raw ManagedNode asks: its own ``spec.fencing``, else its pool's
+        (``spec.poolFencing``). Anything malformed (an older CRD let it in) reads as off:
+        fencing a host on a guess is the one mistake not to make."""
         spec = node.get("spec")
-        raw = spec.get("fencing") if isinstance(spec, Mapping) else None
+        if not isinstance(spec, Mapping):
+            return cls()
+        own = spec.get("fencing")
+        return cls.parse(own if own is not None else spec.get(POOL_FIELD))
+
+    @classmethod
+    def parse(cls, raw: object) -> Fencing:
+        """One ``fencing`` object (a ManagedNode's or a NodePool's spec.fencing); off unless
+        it is well-formed and enabled."""
         if not isinstance(raw, Mapping) or raw.get("enabled") is not True:
             return cls()
         timeout = raw.get("timeoutSeconds", DEFAULT_TIMEOUT)
@@ -50,6 +63,10 @@ class Fencing:
         if not MIN_TIMEOUT <= timeout <= MAX_TIMEOUT:
             return cls()
         return cls(True, timeout)
+
+    def to_raw(self) -> dict[str, Any] | None:
+        """As ``spec.poolFencing`` says it (None: the pool does not fence)."""
+        return {"enabled": True, "timeoutSeconds": self.timeout_seconds} if self.enabled else None
 
 
 def in_maintenance(node: Mapping[str, Any]) -> bool:

@@ -5,7 +5,8 @@ the default pool (named ``default``, kept by the controller, its selector ignore
 rest). A node two pools match is in neither: it is held (nothing new admitted) until an
 administrator resolves it. ``maxUnavailable`` (a count, or "N%" of the pool's nodes rounded
 down, never below 1) bounds how many of the pool's nodes are being disrupted at once: a new
-revision of any staged ConfigSet, an OS upgrade, a ``lock_group`` restart.
+revision of any staged ConfigSet, an OS upgrade, a ``lock_group`` restart. ``spec.fencing`` is
+the fencing of the pool's nodes that have none of their own (api/fencing.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from nodemanager.api.configset import LabelSelector, _selector
 from nodemanager.api.errors import FieldError, InvalidObject
+from nodemanager.api.fencing import MAX_TIMEOUT, MIN_TIMEOUT, Fencing
 from nodemanager.api.reader import Reader
 
 KIND = "NodePool"
@@ -36,6 +38,7 @@ class NodePool:
     min_ready_seconds: int = 0
     progress_deadline_seconds: int = DEFAULT_PROGRESS_DEADLINE
     generation: int = 0
+    fencing: Fencing = Fencing()  # off: the pool leaves fencing to each node
 
     @property
     def is_default(self) -> bool:
@@ -66,10 +69,22 @@ class NodePool:
             progress_deadline_seconds=spec.integer("progressDeadlineSeconds")
             or DEFAULT_PROGRESS_DEADLINE,
             generation=meta.integer("generation") or 0,
+            fencing=_fencing(spec.child("fencing")) if spec.has("fencing") else Fencing(),
         )
         if errors:
             raise InvalidObject(KIND, name, errors)
         return pool
+
+
+def _fencing(spec: Reader) -> Fencing:
+    enabled = spec.boolean("enabled", default=None)
+    if enabled is None:
+        spec.error("enabled", "is required")
+    timeout = spec.integer("timeoutSeconds")
+    if timeout is not None and not MIN_TIMEOUT <= timeout <= MAX_TIMEOUT:
+        spec.error("timeoutSeconds", f"must be between {MIN_TIMEOUT} and {MAX_TIMEOUT}")
+    raw = {"enabled": enabled, **({"timeoutSeconds": timeout} if timeout is not None else {})}
+    return Fencing.parse(raw)
 
 
 def valid_max_unavailable(value: Any) -> bool:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodemanager.api import ConfigSet
+from nodemanager.api.fencing import POOL_FIELD as FENCING_FIELD
 from nodemanager.api.nodereport import NodeReport
 from nodemanager.api.pool import DEFAULT_POOL, NodePool
 from nodemanager.controller import rollout
@@ -72,6 +73,7 @@ class Member:
     granted: str
     request: str  # the id of its status.disruption request, "" without one
     reason: str
+    pool_fencing: Mapping[str, Any] | None = None  # spec.poolFencing as written
 
     @property
     def name(self) -> str:
@@ -98,6 +100,7 @@ class Member:
             str(spec.get(GRANT_FIELD) or ""),
             str(request.get("id") or ""),
             str(request.get("reason") or ""),
+            fencing if isinstance(fencing := spec.get(FENCING_FIELD), Mapping) else None,
         )
 
 
@@ -242,13 +245,25 @@ def grants(budget: Budget, nodes: Sequence[Member]) -> tuple[list[tuple[str, str
 
 
 def placements(
-    nodes: Sequence[Member], member: Mapping[str, str], conflicts: Mapping[str, list[str]]
-) -> list[tuple[str, str]]:
-    """(node, pool) for every node whose spec.pool is not what it should be ("" while two
-    pools select it: the agent then waits for a slot that is never granted)."""
+    nodes: Sequence[Member],
+    member: Mapping[str, str],
+    conflicts: Mapping[str, list[str]],
+    pools: Mapping[str, NodePool],
+) -> list[tuple[str, dict[str, Any]]]:
+    """(node, spec patch) for every node whose spec.pool or spec.poolFencing is not what its
+    pool says: spec.pool "" while two pools select it (the agent then waits for a slot that
+    is never granted) and no pool fencing then (fencing a host on a guess is the one mistake
+    not to make)."""
     out = []
     for node in nodes:
         wanted = "" if node.name in conflicts else member.get(node.name, DEFAULT_POOL)
+        pool = pools.get(wanted)
+        fencing = pool.fencing.to_raw() if pool is not None else None
+        patch: dict[str, Any] = {}
         if node.pool != wanted:
-            out.append((node.name, wanted))
+            patch[POOL_FIELD] = wanted
+        if node.pool_fencing != fencing:
+            patch[FENCING_FIELD] = fencing  # None: a merge patch removes it
+        if patch:
+            out.append((node.name, patch))
     return out

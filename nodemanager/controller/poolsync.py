@@ -98,9 +98,10 @@ def reconcile(
     # Spaced over syncs: after an upgrade every node needs its spec.pool once, and 5,000
     # writes in one sync would hold ConfigSet status and liveness back for minutes. The
     # budget does not wait for them (it reads labels); each write wakes the next sync.
-    for node, pool in placements(members, budget.member, budget.conflicts)[:PLACEMENTS_PER_SYNC]:
-        held = () if pool else (_two_pools(node, budget.conflicts[node]),)
-        on_node(node, "pool", {POOL_FIELD: pool}, held)
+    placed = placements(members, budget.member, budget.conflicts, budget.pools)
+    for node, patch in placed[:PLACEMENTS_PER_SYNC]:
+        held = (_two_pools(node, budget.conflicts[node]),) if patch.get(POOL_FIELD) == "" else ()
+        on_node(node, "pool", patch, held)
     for member in members:
         conditions = conflict_conditions(
             raw_of[member.name], budget.conflicts.get(member.name), now

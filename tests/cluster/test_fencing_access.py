@@ -69,10 +69,11 @@ def fenced(kubeconfig, tmp_path_factory):
         ("b", {"spec": {"fencing": {"enabled": False}}}, ""),
         ("a", {"metadata": {"annotations": {MAINTENANCE: "x"}}}, f"annotation {MAINTENANCE}"),
         ("b", {"metadata": {"annotations": {MAINTENANCE: "x"}}}, ""),
+        ("a", {"spec": {"poolFencing": {"enabled": True}}}, "spec is set by administrators"),
     ],
     ids=[
         "fencing-on-for-itself", "fencing-off-for-another", "maintenance-for-itself",
-        "maintenance-for-another",
+        "maintenance-for-another", "pool-fencing-for-itself",
     ],
 )  # fmt: skip
 def test_a_node_cannot_switch_fencing_or_maintenance(fenced, name, body, because):
@@ -83,6 +84,7 @@ def test_a_node_cannot_switch_fencing_or_maintenance(fenced, name, body, because
     )
     assert MAINTENANCE not in (stored["metadata"].get("annotations") or {})
     assert (stored.get("spec") or {}).get("fencing") == ({"enabled": True} if name == "b" else None)
+    assert "poolFencing" not in (stored.get("spec") or {})
 
 
 def test_a_node_cannot_remove_maintenance_an_administrator_set(fenced):

@@ -1,5 +1,6 @@
 """The agent's MemoryPressure on the real API server, driven through a pressure directory the
-test writes in place of /proc/pressure (the host's own PSI cannot be raised on demand)."""
+test writes in place of /proc/pressure (the host's own PSI cannot be raised on demand), and
+the controller's rollout gate: a node under pressure is not admitted to a new revision."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import uuid
 from kubernetes import client
 
 from tests.cluster.agent import Agent
+from tests.cluster.fleet import start_controller
 from tests.cluster.helpers import eventually
-from tests.cluster.test_daemon import GROUP, VERSION, condition, node
+from tests.cluster.test_controller import after_more_syncs, rollout_status
+from tests.cluster.test_daemon import GROUP, VERSION, condition, node, put_configset
 from tests.unit.agent.test_pressure import write_psi
 
 
@@ -60,4 +63,46 @@ def test_pressure_dir_past_spec_threshold_sets_memory_pressure_in_status(
             message="MemoryPressure False under the spec's threshold",
         )
     finally:
+        agent.stop()
+
+
+def test_pressure_dir_past_threshold_keeps_the_node_out_of_a_new_revision_until_it_eases(
+    api_client, kubeconfig, namespace, tmp_path
+):
+    host = f"host-{uuid.uuid4().hex[:6]}"
+    psi, target, name = tmp_path / "pressure", tmp_path / "staged", "gated"
+    write_psi(psi, 2.0)
+    agent = Agent(
+        kubeconfig, namespace, host, tmp_path / "state", "--pressure-dir", str(psi)
+    ).start()
+    controller = start_controller(kubeconfig, namespace, tmp_path)
+    try:
+        spec = {
+            "selector": {"matchLabels": {"kubernetes.io/hostname": host}},
+            "rollout": {"maxUnavailable": 1},
+            "files": [{"path": str(target), "content": "v1\n"}],
+        }
+        put_configset(api_client, namespace, name, spec)
+        eventually(lambda: rollout_status(api_client, namespace, name).get("updated") == 1,
+                   timeout=90, message="revision 1 applied")  # fmt: skip
+        first = rollout_status(api_client, namespace, name)["updateRevision"]
+
+        write_psi(psi, 50.0)
+        eventually(lambda: memory_pressure(api_client, namespace, host) == "True", timeout=30)
+        spec["files"] = [{"path": str(target), "content": "v2\n"}]
+        put_configset(api_client, namespace, name, spec)
+        eventually(lambda: rollout_status(api_client, namespace, name).get("revision") == 2,
+                   timeout=30, message="revision 2 made")  # fmt: skip
+        after_more_syncs(controller)
+        held = node(api_client, namespace, host)
+        assert held["spec"]["configsetRevisions"][name] == first  # not admitted
+        assert target.read_text() == "v1\n"
+        status = rollout_status(api_client, namespace, name)
+        assert status["unavailable"] == 1 and status["updated"] == 0, status
+
+        write_psi(psi, 2.0)  # the pressure eases: admitted and applied, no restart
+        eventually(lambda: target.read_text() == "v2\n", timeout=90, message="v2 applied")
+        assert rollout_status(api_client, namespace, name)["updateRevision"] != first
+    finally:
+        assert controller.stop() == 0, controller.log()[-3000:]
         agent.stop()

@@ -59,6 +59,18 @@ def test_never_due(n, lease):
     assert due(n, lease, 10_000) == ""
 
 
+def test_the_pools_fencing_counts_unless_the_node_sets_its_own():
+    pooled = {**node(), "spec": {"poolFencing": ON}}
+    assert Fencing.of(pooled) == Fencing(True, 30)
+    assert due(pooled, LEASE, 71)
+    opted_out = {**node(), "spec": {"poolFencing": ON, "fencing": {"enabled": False}}}
+    assert Fencing.of(opted_out) == Fencing() and due(opted_out, LEASE, 10_000) == ""
+    longer = {**node(), "spec": {"poolFencing": ON, "fencing": {"enabled": True}}}
+    assert Fencing.of(longer) == Fencing(True, 60)
+    broken = {**node(), "spec": {"poolFencing": ON, "fencing": {"enabled": "yes"}}}
+    assert Fencing.of(broken) == Fencing()  # malformed own setting: off, not the pool's
+
+
 def test_status_fencing_round_trips_and_odd_values_read_as_unknown():
     written = FencingStatus(True, ARMED, 20)
     parsed = parse_report({"metadata": {"name": "n1"}, "status": {"fencing": written.to_raw()}})

@@ -83,7 +83,29 @@ def test_every_node_in_exactly_one_pool_and_two_pools_is_a_conflict():
     assert member == {"a": "db", "b": "default", "d": "edge"}
     assert conflicts == {"c": ["db", "edge"]}
     # spec.pool is written where it differs; "" for the held node.
-    assert placements(nodes, member, conflicts) == [("a", "db"), ("b", "default"), ("c", "")]
+    by_name = {p.name: p for p in pools}
+    assert placements(nodes, member, conflicts, by_name) == [
+        ("a", {"pool": "db"}), ("b", {"pool": "default"}), ("c", {"pool": ""}),
+    ]  # fmt: skip
+
+
+def test_a_pools_fencing_is_copied_to_its_nodes_and_taken_back():
+    on = {"enabled": True, "timeoutSeconds": 90}
+    pools = {"default": pool("default"), "db": pool("db", fencing=on)}
+    member, conflicts = {"a": "db", "b": "default", "d": "db"}, {"c": ["db", "edge"]}
+    nodes = [
+        node("a", spec={"pool": "db"}),
+        node("b", spec={"pool": "default", "poolFencing": on}),  # moved out of db
+        node("c", spec={"pool": "", "poolFencing": on}),  # now held: fenced on no guess
+        node("d", spec={"pool": "db", "poolFencing": on, "fencing": {"enabled": False}}),
+    ]
+    assert placements(nodes, member, conflicts, pools) == [
+        ("a", {"poolFencing": on}), ("b", {"poolFencing": None}), ("c", {"poolFencing": None}),
+    ]  # fmt: skip
+    assert pool("db", fencing={"enabled": True}).fencing.timeout_seconds == 60
+    assert not pool("db", fencing={"enabled": False}).fencing.enabled
+    with pytest.raises(InvalidObject, match="spec.fencing.timeoutSeconds"):
+        pool("db", fencing={"enabled": True, "timeoutSeconds": 5})
 
 
 def test_two_staged_configsets_share_one_slot_of_the_pool():
