@@ -51,14 +51,16 @@ class HTTP:
         self.writer: asyncio.StreamWriter | None = None
         self.lock = asyncio.Lock()
 
-    async def _send(self, method: str, path: str, data: bytes, content_type: str) -> None:
+    async def _send(
+        self, method: str, path: str, data: bytes, content_type: str, extra: str = ""
+    ) -> None:
         if self.writer is None:
             self.reader, self.writer = await asyncio.open_connection(
                 self.host, self.port, ssl=self.ctx, limit=2**22
             )
         head = (
             f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\nAccept: application/json\r\n"
-            f"Content-Type: {content_type}\r\nContent-Length: {len(data)}\r\n\r\n"
+            f"Content-Type: {content_type}\r\nContent-Length: {len(data)}\r\n{extra}\r\n"
         )
         self.writer.write(head.encode() + data)
         await self.writer.drain()
@@ -86,9 +88,9 @@ class HTTP:
         return data
 
     async def _exchange(
-        self, method: str, path: str, data: bytes, content_type: str
+        self, method: str, path: str, data: bytes, content_type: str, extra: str = ""
     ) -> tuple[int, dict[str, Any]]:
-        await self._send(method, path, data, content_type)
+        await self._send(method, path, data, content_type, extra)
         status, headers = await self._head()
         if headers.get("transfer-encoding") == "chunked":
             raw = b""
@@ -107,7 +109,9 @@ class HTTP:
         path: str,
         body: dict[str, Any] | bytes | None = None,
         content_type: str = "application/json",
+        extra: str = "",
     ) -> tuple[int, dict[str, Any]]:
+        """``extra``: more header lines, each ending in CRLF (bench/writes.py impersonates)."""
         data = body if isinstance(body, bytes) else json.dumps(body).encode() if body else b""
         async with self.lock:
             # A kept-alive connection the server dropped (idle, or overloaded: a reset or a
@@ -115,7 +119,7 @@ class HTTP:
             for attempt in range(3):
                 fresh = self.writer is None
                 try:
-                    return await self._exchange(method, path, data, content_type)
+                    return await self._exchange(method, path, data, content_type, extra)
                 except (ConnectionError, asyncio.IncompleteReadError, IndexError, ValueError):
                     self.close()
                     if fresh and attempt == 2:
@@ -158,11 +162,12 @@ class Pool:
         path: str,
         body: dict[str, Any] | bytes | None = None,
         content_type: str = "application/json",
+        extra: str = "",
     ) -> tuple[int, dict[str, Any]]:
         conn = await self.idle.get()
         try:
             self.requests += 1
-            return await conn.request(method, path, body, content_type)
+            return await conn.request(method, path, body, content_type, extra)
         finally:
             self.idle.put_nowait(conn)
 

@@ -34,12 +34,19 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import yaml
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.agents import BASE, LEASES, NAMESPACE, Pool, gather_bounded, log  # noqa: E402
 from bench.controller import cpu_seconds  # noqa: E402
+from nodemanager.api.nodeuser import user_name  # noqa: E402
 
 NODES = int(os.environ.get("BENCH_WRITES_NODES", "1000"))
+# Set: each candidate cost of a status write on its own, interleaved with the changed-keys
+# write (section 7 of bench/README.md): the same CRD copied into other groups without its CEL
+# rules (and without its string patterns), objects without host facts, and server-side apply.
+CANDIDATES = os.environ.get("BENCH_WRITES_CANDIDATES", "") not in ("", "0")
 REPEATS = int(os.environ.get("BENCH_REPEATS", "5"))
 MERGE = "application/merge-patch+json"
 EVENTS = f"/api/v1/namespaces/{NAMESPACE}/events"
@@ -69,6 +76,88 @@ def whole_status(generation: int) -> dict[str, Any]:
     return status
 
 
+def _stripped(crd: dict[str, Any], group: str, drop: tuple[str, ...]) -> dict[str, Any]:
+    """The CRD served in ``group`` with the schema keys ``drop`` removed everywhere."""
+
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k not in drop}
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    copy = strip(crd)
+    copy["metadata"] = {"name": f"{crd['spec']['names']['plural']}.{group}"}
+    copy["spec"]["group"] = group
+    return copy
+
+
+def variant_crds(crd: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        _stripped(crd, "nocel.bench", ("x-kubernetes-validations",)),
+        _stripped(crd, "noregex.bench", ("x-kubernetes-validations", "pattern")),
+    ]
+
+
+def node_access() -> str:
+    """The shipped admission policies, and status patches for every authenticated user (the
+    impersonated node users), for the candidates' node writes."""
+    from nodemanager.bootstrap.policy import admission_policies
+
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "bench-status"},
+        "rules": [
+            {
+                "apiGroups": ["common.nodemanager", "nocel.bench", "noregex.bench"],
+                "resources": ["managednodes/status"],
+                "verbs": ["patch"],
+            }
+        ],
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "bench-status"},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "bench-status",
+        },
+        "subjects": [
+            {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Group",
+                "name": "system:authenticated",
+            }
+        ],
+    }
+    return yaml.safe_dump_all([*admission_policies(), *policy_parts(), role, binding])
+
+
+def policy_parts() -> list[dict[str, Any]]:
+    """The ManagedNode policy for the variant groups: nocel.bench with no validation but one
+    that holds (a policy that matches, nothing else), noregex.bench without its status and text
+    rules (the per-item checks over status)."""
+    from nodemanager.bootstrap.policy import _status_rules, _text_rules, managednode_policy
+
+    parts = []
+    per_item = {_status_rules(), _text_rules()}
+    for group, keep in (("nocel.bench", lambda v: False), ("noregex.bench", lambda v: True)):
+        policy, binding = yaml.safe_load(yaml.safe_dump(managednode_policy()))
+        policy["metadata"]["name"] = binding["metadata"]["name"] = f"bench-{group}"
+        binding["spec"]["policyName"] = f"bench-{group}"
+        for rule in policy["spec"]["matchConstraints"]["resourceRules"]:
+            rule["apiGroups"] = [group]
+        kept = [
+            v for v in policy["spec"]["validations"] if keep(v) and v["expression"] not in per_item
+        ]
+        policy["spec"]["validations"] = kept or [{"expression": "true", "reason": "Forbidden"}]
+        parts += [policy, binding]
+    return parts
+
+
 def changed_status(generation: int) -> dict[str, Any]:
     entry = {"name": "fanout", "generation": generation, "lastApplied": "2026-11-25T10:00:00Z"}
     return {"configsets": [entry]}
@@ -92,10 +181,13 @@ async def measure(cp: Any) -> dict[str, Any]:
     leases: dict[str, dict[str, Any]] = {}
     now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
 
-    async def create(name: str) -> tuple[int, dict[str, Any]]:
-        body = {"apiVersion": "common.nodemanager/v1", "kind": "ManagedNode"}
+    async def create(name: str, base: str = BASE) -> tuple[int, dict[str, Any]]:
+        group = base.split("/")[2]
+        body = {"apiVersion": f"{group}/v1", "kind": "ManagedNode"}
         body["metadata"] = {"name": name}  # type: ignore[assignment]
-        status, reply = await pool.request("POST", f"{BASE}/managednodes", {**body, "spec": {}})
+        status, reply = await pool.request("POST", f"{base}/managednodes", {**body, "spec": {}})
+        if base != BASE or not name.startswith("w-"):
+            return status, reply
         lease = {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
@@ -113,9 +205,26 @@ async def measure(cp: Any) -> dict[str, Any]:
         body = {"status": changed_status(generation)}
         return await pool.request("PATCH", f"{BASE}/managednodes/{name}/status", body, MERGE)
 
-    async def status_whole(name: str) -> tuple[int, dict[str, Any]]:
+    async def status_whole(name: str, base: str = BASE) -> tuple[int, dict[str, Any]]:
         body = {"status": {**whole, **changed_status(generation)}}
-        return await pool.request("PATCH", f"{BASE}/managednodes/{name}/status", body, MERGE)
+        return await pool.request("PATCH", f"{base}/managednodes/{name}/status", body, MERGE)
+
+    def changed_in(base: str, prefix: str = "w-", as_node: bool = False) -> Any:
+        async def write(name: str) -> tuple[int, dict[str, Any]]:
+            body = {"status": changed_status(generation)}
+            path = f"{base}/managednodes/{prefix}{name[2:]}/status"
+            # As the node's own user: the admission policies' matchConditions select it.
+            extra = f"Impersonate-User: {user_name(NAMESPACE, name)}\r\n" if as_node else ""
+            return await pool.request("PATCH", path, body, MERGE, extra)
+
+        return write
+
+    async def status_apply(name: str) -> tuple[int, dict[str, Any]]:
+        # The changed key by server-side apply: its own field manager, managedFields per entry.
+        body = {"apiVersion": "common.nodemanager/v1", "kind": "ManagedNode"}
+        body |= {"metadata": {"name": name}, "status": changed_status(generation)}
+        path = f"{BASE}/managednodes/{name}/status?fieldManager=bench&force=true"
+        return await pool.request("PATCH", path, body, "application/apply-patch+yaml")
 
     async def event_create(name: str) -> tuple[int, dict[str, Any]]:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -157,6 +266,45 @@ async def measure(cp: Any) -> dict[str, Any]:
         "Lease renewal (PUT)": lease_put,
         "Event repeat (PATCH)": event_repeat,
     }
+    if CANDIDATES:
+        bases = {g: BASE.replace("common.nodemanager", g) for g in ("nocel.bench", "noregex.bench")}
+        kinds = {
+            "status, changed keys": status_changed,
+            "status, changed keys, no CEL rules": changed_in(bases["nocel.bench"]),
+            "status, changed keys, no CEL rules, no patterns": changed_in(bases["noregex.bench"]),
+            "status, changed keys, object without host facts": changed_in(BASE, "s-"),
+            "status, changed keys, server-side apply": status_apply,
+            "status, changed keys, as the node (policies)": changed_in(BASE, as_node=True),
+            "as the node, no CEL rules, policy of no check": changed_in(
+                bases["nocel.bench"], as_node=True
+            ),
+            "as the node, no CEL rules, policy w/o status+text rules": changed_in(
+                bases["noregex.bench"], as_node=True
+            ),
+            "Lease renewal (PUT)": lease_put,
+        }
+        for base in bases.values():
+            await burst(pool, names, lambda n, b=base: create(n, b))
+            await burst(pool, names, lambda n, b=base: status_whole(n, b))
+        small = [f"s-{n[2:]}" for n in names]
+        await burst(pool, small, create)
+        await burst(pool, small, changed_in(BASE, "s-"))
+    if os.environ.get("BENCH_WRITES_CANDIDATES") == "keys":
+        # Which part of the stored status makes a one-key patch cost: objects without it.
+        kinds = {"status, changed keys": status_changed}
+        for i, key in enumerate(("conditions", "pressure", "interfaces", "configsets")):
+            prefix = f"k{i}-"
+            part = {k: v for k, v in whole.items() if k != key}
+            some = [f"{prefix}{n[2:]}" for n in names]
+
+            async def partial(name: str, part: dict[str, Any] = part) -> tuple[int, dict[str, Any]]:
+                path = f"{BASE}/managednodes/{name}/status"
+                return await pool.request("PATCH", path, {"status": part}, MERGE)
+
+            await burst(pool, some, create)
+            await burst(pool, some, partial)
+            kinds[f"status, changed keys, object without {key}"] = changed_in(BASE, prefix)
+        kinds["status, changed keys, object without host facts"] = changed_in(BASE, "s-")
     await burst(pool, names, status_whole)  # every node has the whole status once, untimed
     await burst(pool, names, event_create)  # and its Applied Event, untimed
     runs: dict[str, list[dict[str, float]]] = {k: [] for k in kinds}
@@ -190,16 +338,30 @@ def main() -> None:
         cp = ControlPlane(Path(tmp) / "cp").start()
         try:
             kubectl = ["kubectl", "--kubeconfig", str(cp.kubeconfig)]
-            crds = str(ROOT / "crds")
-            subprocess.run([*kubectl, "apply", "-f", crds], check=True, capture_output=True)
+            crds = ["-f", str(ROOT / "crds")]
+            subprocess.run([*kubectl, "apply", *crds], check=True, capture_output=True)
+            if CANDIDATES:
+                crd = yaml.safe_load((ROOT / "crds" / "managednodes.yaml").read_text())
+                variants = Path(tmp) / "variants"
+                variants.mkdir()
+                for i, doc in enumerate(variant_crds(crd)):
+                    (variants / f"{i}.yaml").write_text(yaml.safe_dump(doc))
+                crds += ["-f", str(variants)]
+                subprocess.run([*kubectl, "apply", *crds], check=True, capture_output=True)
             subprocess.run(
-                [*kubectl, "wait", "--for=condition=Established", "--timeout=60s", "-f", crds],
+                [*kubectl, "wait", "--for=condition=Established", "--timeout=60s", *crds],
                 check=True,
                 capture_output=True,
             )
             subprocess.run(
                 [*kubectl, "create", "namespace", NAMESPACE], check=True, capture_output=True
             )
+            if CANDIDATES:
+                access = Path(tmp) / "access.yaml"
+                access.write_text(node_access())
+                subprocess.run(
+                    [*kubectl, "apply", "-f", str(access)], check=True, capture_output=True
+                )
             with open("/proc/loadavg") as f:
                 load = f.read().split()[0]
             result = asyncio.run(measure(cp))
