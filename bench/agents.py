@@ -33,6 +33,7 @@ BASE = f"/apis/common.nodemanager/v1/namespaces/{NAMESPACE}"
 LEASES = f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases"
 LEASE_PERIOD = float(os.environ.get("BENCH_LEASE_PERIOD", "10"))  # the real agent: 10 s
 POOL_SIZE = 200  # the API server's default limit of mutating requests in flight
+NODE_GROUPS = 10  # label nodegroup=g0..g9 (index modulo), for NodePools to select
 
 
 def log(message: str) -> None:
@@ -222,7 +223,11 @@ class SimAgent:
         by: str = "generation",
     ):
         self.name = f"sim-{index:04d}"
-        self.labels = {"kubernetes.io/hostname": self.name, "bench": "fanout"}
+        self.labels = {
+            "kubernetes.io/hostname": self.name,
+            "bench": "fanout",
+            "nodegroup": f"g{index % NODE_GROUPS}",
+        }
         self.pool, self.leases, self.watcher = pool, leases, watcher
         self.decoded, self.by = decoded, by
         self.seen: dict[str, float] = {}  # key -> when the watch event arrived

@@ -10,6 +10,11 @@ returned, the time until the ConfigSet's status says all N updated (what `kubect
 configsets` shows), the CPU seconds of each process (controller, kube-apiserver, etcd, the
 simulated agents) over that window, and the controller's API writes per second; the
 controller's peak RSS; and the same CPU shares over a window at rest.
+
+The nodes are in pools as an operator would set them up: POOLS NodePools (default 10, each
+selecting one ``nodegroup`` label of bench/agents.py, ``maxUnavailable: 10%``), the rest in
+the controller's default pool. The controller places every node (``spec.pool``, at most 200
+writes a sync) and keeps each pool's status; the measured windows start once all are placed.
 """
 
 from __future__ import annotations
@@ -29,12 +34,13 @@ from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.agents import BASE, HTTP, NAMESPACE, Fleet, log  # noqa: E402
+from bench.agents import BASE, HTTP, NAMESPACE, NODE_GROUPS, Fleet, log  # noqa: E402
 
 AGENTS = int(os.environ.get("BENCH_CONTROLLER_AGENTS", "5000"))
 REPEATS = int(os.environ.get("BENCH_CONTROLLER_REPEATS", "3"))
 REST_SECONDS = float(os.environ.get("BENCH_CONTROLLER_REST", "20"))
 MANAGE_ACCESS = os.environ.get("BENCH_CONTROLLER_ACCESS", "false")
+POOLS = min(int(os.environ.get("BENCH_CONTROLLER_POOLS", str(NODE_GROUPS))), NODE_GROUPS)
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -111,6 +117,18 @@ async def measure(cp, controller: subprocess.Popen, metrics_port: int) -> dict:
                 return
             await asyncio.sleep(0.05)
 
+    async def placed() -> float:
+        """Seconds until the controller wrote every node's pool (its own count: a list of 5,000
+        nodes is itself a load) and the pools' status counts all of them."""
+        t0 = time.perf_counter()
+        while True:
+            _, pools = await admin.request("GET", f"{BASE}/nodepools")
+            counted = sum((p.get("status") or {}).get("nodes", 0) for p in pools["items"])
+            done = requests(metrics_port).get("writes:pool", 0)
+            if done >= AGENTS and counted == AGENTS:
+                return time.perf_counter() - t0
+            await asyncio.sleep(1)
+
     fleet = Fleet(AGENTS, host, port, ctx, by="generation")
     started = time.perf_counter()
     runs = []
@@ -120,6 +138,8 @@ async def measure(cp, controller: subprocess.Popen, metrics_port: int) -> dict:
         await fleet.until_reported(str(first), 1200)
         log(f"controller: {AGENTS} agents reported in {time.perf_counter() - started:.1f} s")
         await summarised(first)
+        placing = await placed()
+        log(f"controller: {AGENTS} nodes in {POOLS + 1} pools after {placing:.1f} s more")
         log(f"controller: status shows {AGENTS} updated; {REST_SECONDS:g} s at rest")
         with Meter(pids, metrics_port) as rest:
             await asyncio.sleep(REST_SECONDS)
@@ -158,6 +178,8 @@ async def measure(cp, controller: subprocess.Popen, metrics_port: int) -> dict:
     return {
         "agents": AGENTS,
         "manage_access": MANAGE_ACCESS,
+        "pools": POOLS + 1,
+        "placed_after_reported_seconds": placing,
         "repeats": REPEATS,
         "all_agents_reported_seconds_median": median("all_reported_seconds"),
         "configset_status_all_updated_seconds_median": median(
@@ -211,6 +233,18 @@ def main() -> None:
             subprocess.run(
                 [*kubectl, "create", "namespace", NAMESPACE], check=True, capture_output=True
             )
+            pools = [
+                {
+                    "apiVersion": "common.nodemanager/v1",
+                    "kind": "NodePool",
+                    "metadata": {"name": f"group-{g}", "namespace": NAMESPACE},
+                    "spec": {
+                        "nodeSelector": {"matchLabels": {"nodegroup": f"g{g}"}},
+                        "maxUnavailable": "10%",
+                    },
+                }
+                for g in range(POOLS)
+            ]
             configset = {
                 "apiVersion": "common.nodemanager/v1",
                 "kind": "ConfigSet",
@@ -222,7 +256,9 @@ def main() -> None:
             }
             subprocess.run(
                 [*kubectl, "create", "-f", "-"],
-                input=json.dumps(configset).encode(),
+                input=json.dumps(
+                    {"apiVersion": "v1", "kind": "List", "items": [*pools, configset]}
+                ).encode(),
                 check=True,
                 capture_output=True,
             )

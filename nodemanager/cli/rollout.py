@@ -68,7 +68,8 @@ def rollout_status(
     client_ = _rollout_client(kubeconfig, context, namespace)
     started, last = time.monotonic(), ""
     while True:
-        state, message = progress(client_.configset(name))
+        cs = client_.configset(name)
+        state, message = progress(cs)
         if message != last:
             click.echo(message)
             last = message
@@ -77,7 +78,8 @@ def rollout_status(
         if state == "failed":
             sys.exit(EXIT_FAILED)
         if state == "paused":
-            click.echo(f"resume it with: nodemanager rollout resume configset/{name}", err=True)
+            if (cs.get("spec") or {}).get("paused"):
+                click.echo(f"resume it with: nodemanager rollout resume configset/{name}", err=True)
             sys.exit(EXIT_PAUSED)
         if not watch:
             sys.exit(EXIT_UNFINISHED)

@@ -89,7 +89,7 @@ def reconcile(
         )
         memory.targets[name] = step.extra["updateRevision"]
         effects.extend(deferred.effects)
-        held = bool((raw.get("spec") or {}).get("paused")) or bool(step.halted)
+        held = bool((raw.get("spec") or {}).get("paused") or step.halted or step.held_by_pool)
         stalled = _stalled(memory, name, staged, step, held, mono)
         wanted = configset_status(
             base,
@@ -98,6 +98,7 @@ def reconcile(
             extra=step.extra,
             counts=step.counts,
             halted=step.halted,
+            held_by_pool=step.held_by_pool,
             stalled=stalled,
         )
         notes.extend(step.notes)

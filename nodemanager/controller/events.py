@@ -114,13 +114,13 @@ def transitions(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Not
                 )
             )
         else:
-            notes.append(Note("RolloutPaused", "spec.paused is set: no node is admitted"))
+            why = str(paused.get("message") or "spec.paused is set")
+            notes.append(Note("RolloutPaused", f"{why}: no node is admitted"))
     elif _status(old, "Paused") == "True" and _status(new, "Paused") == "False":
-        why = (
-            "no failure at the current revision"
-            if (old.get("Paused") or {}).get("reason") == "RolloutFailed"
-            else "spec.paused cleared"
-        )
+        why = {
+            "RolloutFailed": "no failure at the current revision",
+            "PoolPaused": "the pool's spec.paused cleared",
+        }.get(str((old.get("Paused") or {}).get("reason")), "spec.paused cleared")
         notes.append(Note("RolloutResumed", f"{why}: admitting nodes again", key=revision))
     progressing = new.get("Progressing") or {}
     if (

@@ -227,6 +227,10 @@ class Budget:
         pool = self.member.get(node)
         return self.pools[pool].min_ready_seconds if pool is not None else 0
 
+    def paused_pool(self, node: str) -> str:
+        pool = self.member.get(node)
+        return pool if pool is not None and self.pools[pool].paused else ""
+
 
 def grants(budget: Budget, nodes: Sequence[Member]) -> tuple[list[tuple[str, str]], list[str]]:
     """OS-upgrade and lock_group requests: (node, request id) to grant now (oldest request

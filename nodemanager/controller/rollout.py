@@ -142,6 +142,10 @@ class Gate(Protocol):
         """The pool's minReadySeconds for this node."""
         ...
 
+    def paused_pool(self, node: str) -> str:
+        """The node's pool when that pool is paused (nothing is admitted on it), else ""."""
+        ...
+
 
 class Unpooled:
     """No pools: only the ConfigSet's own maxUnavailable counts."""
@@ -154,6 +158,9 @@ class Unpooled:
 
     def min_ready(self, node: str) -> int:
         return 0
+
+    def paused_pool(self, node: str) -> str:
+        return ""
 
 
 def _ready_since(ready_since: str | None, now: dt.datetime, seconds: int) -> bool:
@@ -298,10 +305,12 @@ def progress(cs: Mapping[str, Any]) -> tuple[str, str]:
             "failed",
             f'configset "{name}" rollout failed: {conditions["Degraded"].get("message", "")}',
         )
-    if (conditions.get("Paused") or {}).get("status") == "True":
+    paused = conditions.get("Paused") or {}
+    if paused.get("status") == "True":
+        why = f": {paused.get('message')}" if paused.get("reason") == "PoolPaused" else ""
         return (
             "paused",
-            f'configset "{name}" rollout is paused ({updated} of {matched} nodes updated)',
+            f'configset "{name}" rollout is paused{why} ({updated} of {matched} nodes updated)',
         )
     if updated < matched or int(status.get("pending") or 0):
         return (

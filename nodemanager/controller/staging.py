@@ -23,6 +23,7 @@ class Outcome:
     counts: Counts
     extra: dict[str, Any]
     halted: str  # why admissions stopped after a failure; empty otherwise
+    held_by_pool: str  # why nothing can move: every node it waits for is in a paused pool
     notes: list[events.Note]  # what this step did, for Events on the ConfigSet
 
 
@@ -36,12 +37,14 @@ def _admitted(node: Mapping[str, Any], configset: str) -> str | None:
 class _Ready:
     """When the controller first saw a node report a revision applied without error: its own
     clock (a node's may be wrong), kept in the node's spec (nodes cannot write it) so agent and
-    controller restarts, metadata edits and pause/resume do not restart minReadySeconds."""
+    controller restarts, metadata edits and pause/resume do not restart minReadySeconds.
+
+    Written whatever minReadySeconds is now: raising the ConfigSet's or the pool's later must
+    not turn every settled node unavailable at once (a missing time reads as "not ready")."""
 
     fleet: Deferred
     configset: str
     target: str
-    wanted: bool  # minReadySeconds > 0: only then is the time worth a write
     now: dt.datetime
     marked: dict[tuple[str, str, str], str] | None  # written, perhaps not in the cache yet
 
@@ -50,12 +53,16 @@ class _Ready:
             return None
         name = node["metadata"]["name"]
         key = (self.configset, name, reported)
-        if self.marked is not None and key in self.marked:
-            return self.marked[key]
         seen = ((node.get("spec") or {}).get(rollout.READY_FIELD) or {}).get(self.configset)
         if isinstance(seen, Mapping) and seen.get("revision") == reported and seen.get("since"):
+            if self.marked is not None:
+                # The cache shows the write: forget it, so a later return to this revision
+                # (undo after another one) is recorded again, not taken as written.
+                self.marked.pop(key, None)
             return str(seen["since"])
-        if not self.wanted or reported != self.target:
+        if self.marked is not None and key in self.marked:
+            return self.marked[key]  # written, not in the cache yet
+        if reported != self.target:
             return None
         stamp = self.now.strftime("%Y-%m-%dT%H:%M:%SZ")
         try:
@@ -104,7 +111,7 @@ def sync(
 
     selector = selector_only(cs)
     now = dt.datetime.now(dt.UTC)
-    ready = _Ready(fleet, name, target, settings.min_ready_seconds > 0, now, marked)
+    ready = _Ready(fleet, name, target, now, marked)
     states = []
     views = []
     for node in nodes:
@@ -155,8 +162,9 @@ def sync(
         if p.halted_by_failure
         else ""
     )
+    updating = [n for n in p.unavailable if n not in p.failed and n not in p.down]
     extra = {
-        "updating": len([n for n in p.unavailable if n not in p.failed and n not in p.down]),
+        "updating": len(updating),
         "updateRevision": target,
         "revision": mine[target],
         "unavailable": len(p.unavailable),
@@ -164,7 +172,23 @@ def sync(
     }
     if p.down and extra["notReadyNodes"] != (cs.get("status") or {}).get("notReadyNodes"):
         notes.append(events.not_ready(p.down))  # when the set changes, not every sync
-    return Outcome(counts, extra, halted, notes)
+    return Outcome(counts, extra, halted, _held_by_pool(p, gate, updating), notes)
+
+
+def _held_by_pool(p: rollout.Plan, gate: rollout.Gate | None, updating: Sequence[str]) -> str:
+    """Nothing in progress and every node still to go is in a paused pool: the rollout is
+    paused by its pools (said as such, so `rollout status` does not wait forever)."""
+    if gate is None or updating or not p.waiting or p.admit or p.admit_last_good:
+        return ""
+    pools = {gate.paused_pool(n) for n in p.waiting}
+    if "" in pools:
+        return ""
+    which = ", ".join(sorted(pools))
+    return (
+        f"pool {which} is paused (NodePool spec.paused): {len(p.waiting)} nodes wait"
+        if len(pools) == 1
+        else f"pools {which} are paused (NodePool spec.paused): {len(p.waiting)} nodes wait"
+    )
 
 
 def last_good(

@@ -66,19 +66,29 @@ def configset_status(
     extra: Mapping[str, Any] | None = None,
     counts: Counts | None = None,
     halted: str = "",
+    held_by_pool: str = "",
     stalled: str = "",
 ) -> dict[str, Any]:
     """The status the controller wants for one ConfigSet.
 
     A staged rollout passes its own ``counts`` (by revision), ``extra`` fields and, when a
-    failure stopped it, ``halted`` (the message of the Paused condition); past its
-    progressDeadlineSeconds, ``stalled`` (the message of Progressing=False)."""
+    failure stopped it, ``halted`` (the message of the Paused condition); when its nodes' pools
+    are paused, ``held_by_pool``; past its progressDeadlineSeconds, ``stalled`` (the message
+    of Progressing=False)."""
     meta, spec = raw.get("metadata") or {}, raw.get("spec") or {}
     generation = int(meta.get("generation") or 0)
     previous = by_type((raw.get("status") or {}).get("conditions"))
     c = counts or count(raw, nodes)
     selector = selector_only(raw)
-    paused = bool(spec.get("paused")) or bool(halted)
+    if halted:
+        pause = ("RolloutFailed", halted)
+    elif spec.get("paused"):
+        pause = ("Paused", "spec.paused is set")
+    elif held_by_pool:
+        pause = ("PoolPaused", held_by_pool)
+    else:
+        pause = ("NotPaused", "")
+    paused = pause[0] != "NotPaused"
     failed_names = c.failed[:FAILED_NAMES_LIMIT]
     more = (
         f" and {len(c.failed) - len(failed_names)} more"
@@ -86,8 +96,7 @@ def configset_status(
         else ""
     )
     if paused:
-        why = halted or "spec.paused is set"
-        progressing = ("False", "RolloutFailed" if halted else "Paused", why)
+        progressing = ("False", *pause)
     elif c.pending and stalled:
         progressing = ("False", "ProgressDeadlineExceeded", stalled)
     elif c.pending:
@@ -144,8 +153,7 @@ def configset_status(
             previous,
             "Paused",
             paused,
-            ("RolloutFailed" if halted else "Paused") if paused else "NotPaused",
-            halted or ("spec.paused is set" if paused else ""),
+            *pause,
             generation,
             now,
         ),

@@ -18,7 +18,7 @@ from kubernetes import client, config, watch
 from nodemanager.controller.rollout import revision_name
 from tests.cluster.agent import Agent
 from tests.cluster.controller import ControllerProcess
-from tests.cluster.fleet import make_namespace, start_agents, start_controller
+from tests.cluster.fleet import make_namespace, rewatch, start_agents, start_controller
 from tests.cluster.helpers import eventually
 from tests.cluster.test_daemon import GROUP, VERSION, condition, put_configset
 
@@ -101,11 +101,7 @@ class StatusWatch:
         self._t.start()
 
     def _run(self, api, ns, name):
-        try:
-            self._stream(api, ns, name)
-        except Exception:
-            if not self._stop.is_set():  # after stop(), the closed connection is expected
-                raise
+        rewatch(lambda: self._stream(api, ns, name), self._stop)
 
     def _stream(self, api, ns, name):
         custom = client.CustomObjectsApi(api)
@@ -306,6 +302,17 @@ def rollout_status(api, ns, name):
     return get(api, ns, "configsets", name).get("status") or {}
 
 
+def new_revision(api, ns, name, number) -> str:
+    """The name of revision ``number`` once the ConfigSet's status shows it current."""
+    return eventually(
+        lambda: (
+            rollout_status(api, ns, name).get("revision") == number
+            and rollout_status(api, ns, name)["updateRevision"]
+        ),
+        timeout=60,
+    )
+
+
 def syncs(controller) -> float:
     import re
     import urllib.request
@@ -456,13 +463,7 @@ def test_min_ready_seconds_spaces_admissions(
         spec["files"] = [{"path": str(fleet_dir / "paced"), "content": "v2\n"}]
         started = time.monotonic()
         put_configset(api, fleet_ns, name, spec)
-        target = eventually(
-            lambda: (
-                rollout_status(api, fleet_ns, name).get("revision") == 2
-                and rollout_status(api, fleet_ns, name)["updateRevision"]
-            ),
-            timeout=30,
-        )
+        target = new_revision(api, fleet_ns, name, 2)
         eventually(lambda: settled(2), timeout=150, message="revision 2 everywhere")
         took = time.monotonic() - started
     finally:

@@ -1,15 +1,12 @@
 """NodePools on the real control plane: the real controller (shipped RBAC) and five real agents.
 Every count of disrupted nodes is taken from a watch of the ManagedNodes, never from sleeps.
 
-A node is *disrupted* while a staged ConfigSet admitted it to a revision it does not report
-applied (or reports with an error), or while it holds a slot granted for an OS upgrade or a
-lock_group restart (spec.disruptionGranted names its status.disruption request).
+What counts as *disrupted* is tests/cluster/fleet.py ``Disrupted``.
 """
 
 from __future__ import annotations
 
 import subprocess
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -17,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client, config, watch
+from kubernetes import client, config
 
 from nodemanager.agent.grouplocks import GroupLocks
 from nodemanager.agent.poolslot import PoolSlots
@@ -26,11 +23,19 @@ from nodemanager.kube.locks import GroupLock
 from nodemanager.kube.nodes import NodeClient
 from tests.cluster.agent import Agent
 from tests.cluster.controller import ControllerProcess
-from tests.cluster.fleet import make_namespace, start_agents, start_controller
+from tests.cluster.fleet import Disrupted, make_namespace, start_agents, start_controller
 from tests.cluster.helpers import eventually
 from tests.cluster.test_bootstrap import bootstrapped, node_name  # noqa: F401 (fixtures)
-from tests.cluster.test_controller import after_more_syncs, get, nm, rollout_status, set_pool
-from tests.cluster.test_daemon import GROUP, VERSION, put_configset
+from tests.cluster.test_controller import (
+    after_more_syncs,
+    cond,
+    get,
+    new_revision,
+    nm,
+    rollout_status,
+    set_pool,
+)
+from tests.cluster.test_daemon import GROUP, VERSION, condition, put_configset
 
 pytestmark = [pytest.mark.cluster, pytest.mark.ansible]
 HOSTS = [f"pool-{i}" for i in range(5)]
@@ -96,64 +101,6 @@ def label(api, ns, node, labels):
     custom(api).patch_namespaced_custom_object(
         GROUP, VERSION, ns, "managednodes", node, {"metadata": {"labels": labels}}
     )
-
-
-class Disrupted:
-    """Watches every ManagedNode; the most nodes ever disrupted at once (see the module doc)."""
-
-    def __init__(self, api, ns, configsets):
-        self.configsets, self.most, self.now = configsets, 0, {}
-        self.log: list[tuple[str, list[str]]] = []
-        self._stop = threading.Event()
-        self._w = watch.Watch()
-        threading.Thread(target=self._run, args=(api, ns), daemon=True).start()
-
-    def why(self, obj) -> str:
-        spec, status = obj.get("spec") or {}, obj.get("status") or {}
-        request = (status.get("disruption") or {}).get("id")
-        if request and spec.get("disruptionGranted") == request:
-            return "granted"
-        reported = {e["name"]: e for e in status.get("configsets") or []}
-        for name in self.configsets:
-            admitted = (spec.get("configsetRevisions") or {}).get(name)
-            entry = reported.get(name, {})
-            if admitted and (entry.get("revision") != admitted or entry.get("error")):
-                return name
-        return ""
-
-    def _run(self, api, ns):
-        while not self._stop.is_set():
-            try:
-                self._stream(api, ns)
-            except client.ApiException as e:
-                # A watch cache behind the list's resourceVersion (504) or a compacted one
-                # (410): list and watch again; the list shows every node's current state.
-                if e.status not in (410, 504) and not self._stop.is_set():
-                    raise
-            except Exception:
-                if not self._stop.is_set():
-                    raise
-                return
-
-    def _stream(self, api, ns):
-        for event in self._w.stream(
-            custom(api).list_namespaced_custom_object, GROUP, VERSION, ns, "managednodes",
-            timeout_seconds=600,
-        ):  # fmt: skip
-            obj = event["object"]
-            why = self.why(obj)
-            if why:
-                self.now[obj["metadata"]["name"]] = why
-            else:
-                self.now.pop(obj["metadata"]["name"], None)
-            self.log.append((obj["metadata"]["name"], sorted(self.now.items())))
-            self.most = max(self.most, len(self.now))
-            if self._stop.is_set():
-                return
-
-    def stop(self):
-        self._stop.set()
-        self._w.stop()
 
 
 def pool_updated(kubeconfig, ns, name, timeout="150s"):
@@ -268,7 +215,7 @@ def test_default_pool_and_two_configsets_changed_together_share_the_pool_budget(
         capture_output=True, text=True, timeout=60,
     ).stdout  # fmt: skip
     header = printed.splitlines()[0].split()
-    assert header[:7] == [
+    assert header == [
         "NAME",
         "NODES",
         "READY",
@@ -276,7 +223,9 @@ def test_default_pool_and_two_configsets_changed_together_share_the_pool_budget(
         "UPDATING",
         "UNAVAILABLE",
         "DEGRADED",
-    ]
+        "PAUSED",
+        "AGE",
+    ], printed
 
 
 def _slots(kubeconfig, ns, host) -> tuple[PoolSlots, ClientFactory]:
@@ -357,6 +306,16 @@ def test_a_node_joining_during_a_halt_gets_the_last_good_revision(
     good = eventually(settled(api, pool_ns, name, 4), timeout=150, message="good on 4")[
         "updateRevision"
     ]
+    watcher = Disrupted(api, pool_ns, [name])
+    try:
+        _halt_join_undo(api, kubeconfig, pool_ns, pool_dir, controller, name, spec, good, joining)
+    finally:
+        watcher.stop()
+    # The failed node, the joining one, undo's re-admissions: never more than the pool's 2.
+    assert 1 <= watcher.most <= 2, watcher.log
+
+
+def _halt_join_undo(api, kubeconfig, pool_ns, pool_dir, controller, name, spec, good, joining):
     spec["files"] = [{"path": str(pool_dir / name), "template": "{{ node.labels['present'] }}"}]
     put_configset(api, pool_ns, name, spec)
 
@@ -379,14 +338,9 @@ def test_a_node_joining_during_a_halt_gets_the_last_good_revision(
     after_more_syncs(controller)
     assert get(api, pool_ns, "managednodes", joining)["spec"]["configsetRevisions"][name] == good
     # undo goes back through the budget; the pool is Updated after.
-    watcher = Disrupted(api, pool_ns, [name])
-    try:
-        assert nm(kubeconfig, pool_ns, "undo", f"configset/{name}").returncode == 0
-        eventually(settled(api, pool_ns, name), timeout=150, message="undone")
-        pool_updated(kubeconfig, pool_ns, "web")
-    finally:
-        watcher.stop()
-    assert watcher.most <= 2, watcher.log
+    assert nm(kubeconfig, pool_ns, "undo", f"configset/{name}").returncode == 0
+    eventually(settled(api, pool_ns, name), timeout=150, message="undone")
+    pool_updated(kubeconfig, pool_ns, "web")
 
 
 def test_rollout_removed_and_re_added_with_a_change_goes_through_the_pool(
@@ -469,6 +423,98 @@ def test_a_node_two_pools_select_is_held_and_named(api, kubeconfig, pool_ns, age
         return node
 
     eventually(back, timeout=60, message="back in web, the condition gone")
+
+
+def _admitted_to(api, ns, name, revision) -> list[str]:
+    return [
+        h
+        for h in HOSTS
+        if (get(api, ns, "managednodes", h)["spec"].get("configsetRevisions") or {}).get(name)
+        == revision
+    ]
+
+
+def test_a_paused_pool_admits_nothing_and_a_percent_budget_rounds_down(
+    api, kubeconfig, pool_ns, pool_dir, agents, controller
+):
+    name = "hold"
+    spec = settled_at_v1(api, pool_ns, pool_dir, name, pool_budget="40%")  # of 5: 2
+    eventually(
+        lambda: get(api, pool_ns, "nodepools", "web")["status"]["maxUnavailable"] == 2,
+        timeout=60,
+        message="40% of 5 nodes is 2",
+    )
+    set_pool(api, pool_ns, "web", {"paused": True})
+
+    def paused():
+        updating = cond(get(api, pool_ns, "nodepools", "web"), "Updating")
+        assert (updating["status"], updating["reason"]) == ("False", "Paused"), updating
+        return updating
+
+    watcher = Disrupted(api, pool_ns, [name])
+    try:
+        spec["files"] = [{"path": str(pool_dir / name), "content": "v2\n"}]
+        put_configset(api, pool_ns, name, spec)
+        target = new_revision(api, pool_ns, name, 2)
+        after_more_syncs(controller, 5)
+        assert _admitted_to(api, pool_ns, name, target) == []
+        eventually(paused, timeout=30, message="pool Updating=False, Paused")
+        # The ConfigSet is not paused itself: rollout status names the pool that holds it.
+        held = nm(kubeconfig, pool_ns, "status", f"configset/{name}", "--watch", "false")
+        assert held.returncode == 3 and "pool web is paused" in held.stdout, held
+        set_pool(api, pool_ns, "web", {"paused": False})
+        eventually(settled(api, pool_ns, name), timeout=180, message="v2 after the pool resumed")
+        pool = pool_updated(kubeconfig, pool_ns, "web")
+    finally:
+        watcher.stop()
+        set_pool(api, pool_ns, "web", {"paused": False})
+    assert 1 <= watcher.most <= 2, watcher.log
+    assert cond(pool, "Updating")["reason"] == "AllNodesUpdated"
+
+
+def test_an_agent_restart_does_not_restart_min_ready_seconds(
+    api, kubeconfig, pool_ns, pool_dir, agents, controller
+):
+    """The ready time is the controller's first sighting, kept in the node's spec: an agent
+    restart while a node waits out minReadySeconds keeps it, and the rollout goes on one node
+    at a time."""
+    name, ready = "steady", 20
+    spec = settled_at_v1(api, pool_ns, pool_dir, name, pool_budget=1)
+    set_pool(api, pool_ns, "web", {"minReadySeconds": ready})
+    # Nodes that applied v1 less than 20 s ago count unavailable now: let them prove ready.
+    pool_updated(kubeconfig, pool_ns, "web")
+    spec["files"] = [{"path": str(pool_dir / name), "content": "v2\n"}]
+    put_configset(api, pool_ns, name, spec)
+    target = new_revision(api, pool_ns, name, 2)
+
+    def first_ready():
+        admitted = _admitted_to(api, pool_ns, name, target)
+        assert len(admitted) == 1, admitted
+        spec = get(api, pool_ns, "managednodes", admitted[0])["spec"]
+        since = (spec.get("configsetReadySince") or {}).get(name) or {}
+        assert since.get("revision") == target, since
+        return admitted[0], since["since"]
+
+    watcher = Disrupted(api, pool_ns, [name])
+    try:
+        host, since = eventually(first_ready, timeout=90, message="the first node applied v2")
+        agents[host].stop()
+        agents[host].start(timeout=180)
+        eventually(
+            lambda: condition(get(api, pool_ns, "managednodes", host), "Ready")["status"] == "True",
+            timeout=60,
+        )
+        node = get(api, pool_ns, "managednodes", host)
+        assert node["spec"]["configsetReadySince"][name] == {"revision": target, "since": since}
+        eventually(settled(api, pool_ns, name), timeout=300, message="v2 paced by minReadySeconds")
+    finally:
+        watcher.stop()
+    assert watcher.most == 1, watcher.log
+    for h in HOSTS:
+        kept = get(api, pool_ns, "managednodes", h)["spec"]["configsetReadySince"][name]
+        assert kept["revision"] == target and (h != host or kept["since"] == since), kept
+
+    set_pool(api, pool_ns, "web", {"minReadySeconds": 0})
 
 
 def test_a_node_can_ask_for_a_slot_but_not_grant_one_or_touch_pools(

@@ -186,6 +186,30 @@ def test_a_paused_pool_grants_nothing_and_admits_only_new_nodes():
     assert p.admit == ["b"] and p.waiting == ["a"]
 
 
+def test_a_rollout_whose_nodes_are_all_in_paused_pools_says_so_and_status_exits_paused():
+    from nodemanager.controller.rollout import progress
+    from nodemanager.controller.staging import _held_by_pool
+    from nodemanager.controller.summary import configset_status
+
+    nodes = [node("a", {"role": "web", "pool": "web"}), node("b")]
+    pools = [pool("web", paused=True), pool("default")]
+    states = [NodeState("a", "r1", "r1", "", STAMP), NodeState("b", "r1", "r1", "", STAMP)]
+    b, _ = Budget.of(pools, nodes, [], NOW)
+    p = plan("r2", Rollout(2), states, paused=False, now=NOW, gate=b)
+    assert p.admit == ["b"] and _held_by_pool(p, b, p.admit) == ""  # default still moves
+    b, _ = Budget.of([pool("web", paused=True), pool("default", paused=True)], nodes, [], NOW)
+    p = plan("r2", Rollout(2), states, paused=False, now=NOW, gate=b)
+    why = _held_by_pool(p, b, [])
+    assert p.admit == [] and why.startswith("pools default, web are paused"), why
+    raw = {"metadata": {"name": "cs", "generation": 3}, "spec": {"rollout": {}}}
+    status = configset_status(raw, [], now=STAMP, held_by_pool=why)
+    raw["status"] = status
+    paused = next(c for c in status["conditions"] if c["type"] == "Paused")
+    assert (paused["status"], paused["reason"], paused["message"]) == ("True", "PoolPaused", why)
+    state, message = progress(raw)
+    assert state == "paused" and "pools default, web are paused" in message, message
+
+
 def test_held_node_is_never_admitted():
     nodes = [node("c", {"pool": "db", "zone": "e"})]
     pools = [pool("db"), pool("edge", nodeSelector={"matchLabels": {"zone": "e"}})]

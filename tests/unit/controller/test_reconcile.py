@@ -201,10 +201,11 @@ def test_a_progress_only_write_waits_and_asks_to_be_requeued():
     assert fleet.admissions == {"a": {"web": target}}
     nodes[0] = node("a", {"name": "web", "generation": 1, "revision": target, "error": ""},
                     admitted={"web": target})  # fmt: skip
-    # a reported: the next node is admitted now, the count in the status waits its period
+    # a reported: its ready time is kept (whatever minReadySeconds is), the next node is
+    # admitted now, the count in the status waits its period
     second = run(raw, nodes, revisions, memory, mono=101.0)
     methods = [e.method for e in second.effects if isinstance(e, Write)]
-    assert methods == ["admit"] and second.requeue_after == SETTINGS.requeue
+    assert methods == ["mark_ready", "admit"] and second.requeue_after == SETTINGS.requeue
 
 
 def test_liveness_marks_an_expired_node_once_and_not_after_a_renewal():

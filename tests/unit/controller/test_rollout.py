@@ -137,23 +137,41 @@ def test_ready_time_is_the_controllers_first_sighting_and_read_back_from_spec():
     fleet = FakeFleet()
     now = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
     marked = {}
-    ready = _Ready(fleet, "web", "r2", True, now, marked)
+    ready = _Ready(fleet, "web", "r2", now, marked)
     node = {"metadata": {"name": "n0"}, "spec": {}}
     # The node's own lastApplied (an hour ahead, say) plays no part: the controller's clock.
     assert ready.since(node, "r2", "") == "2026-01-01T12:00:00Z"
     assert fleet.marks == [("n0", "configsetReadySince", "web", "r2", "2026-01-01T12:00:00Z")]
     # A later sync before the cache shows the write: the same time, no second write.
-    later = _Ready(fleet, "web", "r2", True, now + dt.timedelta(seconds=30), marked)
+    later = _Ready(fleet, "web", "r2", now + dt.timedelta(seconds=30), marked)
     assert later.since(node, "r2", "") == "2026-01-01T12:00:00Z" and len(fleet.marks) == 1
     # After a controller restart (nothing in memory) the node's spec carries it.
     stored = {"configsetReadySince": {"web": {"revision": "r2", "since": "2026-01-01T11:00:00Z"}}}
-    fresh = _Ready(fleet, "web", "r2", True, now, {})
+    fresh = _Ready(fleet, "web", "r2", now, {})
     assert fresh.since({"metadata": {"name": "n0"}, "spec": stored}, "r2", "") == (
         "2026-01-01T11:00:00Z"
     )
     # Not applied, or applied with an error: no time, no write.
     assert fresh.since(node, "r2", "boom") is None and fresh.since(node, None, "") is None
     assert len(fleet.marks) == 1
+    # r2, then r3 (both seen in the spec), then undo back to r2: recorded again, not taken
+    # from the first write (the spec says r3, and pools read the spec).
+    marked = {}
+    ready = _Ready(fleet, "web", "r2", now, marked)
+    ready.since(node, "r2", "")
+    written = {"configsetReadySince": {"web": {"revision": "r2", "since": "2026-01-01T12:00:00Z"}}}
+    ready.since({"metadata": {"name": "n0"}, "spec": written}, "r2", "")
+    later = now + dt.timedelta(minutes=5)
+    _Ready(fleet, "web", "r3", later, marked).since(node, "r3", "")
+    on_r3 = {"configsetReadySince": {"web": {"revision": "r3", "since": "2026-01-01T12:05:00Z"}}}
+    _Ready(fleet, "web", "r3", later, marked).since(
+        {"metadata": {"name": "n0"}, "spec": on_r3}, "r3", ""
+    )
+    back = _Ready(fleet, "web", "r2", later, marked)
+    assert (
+        back.since({"metadata": {"name": "n0"}, "spec": on_r3}, "r2", "") == "2026-01-01T12:05:00Z"
+    )
+    assert fleet.marks[-1] == ("n0", "configsetReadySince", "web", "r2", "2026-01-01T12:05:00Z")
 
 
 class PruneFleet:
