@@ -78,7 +78,11 @@ def rollout_status(
         if state == "failed":
             sys.exit(EXIT_FAILED)
         if state == "paused":
-            if (cs.get("spec") or {}).get("paused"):
+            held = {
+                c.get("type"): c.get("reason")
+                for c in (cs.get("status") or {}).get("conditions") or []
+            }
+            if held.get("Paused") != "PoolPaused":  # a paused pool is resumed on the pool
                 click.echo(f"resume it with: nodemanager rollout resume configset/{name}", err=True)
             sys.exit(EXIT_PAUSED)
         if not watch:
