@@ -27,13 +27,12 @@ def eventually(
         time.sleep(interval)
 
 
-def crds_established(api) -> bool:
-    """Both CRDs of the project are Established (an ApiextensionsV1Api)."""
-    for name in (
-        "configsets.common.nodemanager",
-        "managednodes.common.nodemanager",
-        "nodepools.common.nodemanager",
-    ):
+UPSTREAM_KINDS = ("configsets", "managednodes")  # upstream has no NodePool
+
+
+def crds_established(api, kinds=(*UPSTREAM_KINDS, "nodepools")) -> bool:
+    """The project's CRDs of these kinds are Established (an ApiextensionsV1Api)."""
+    for name in (f"{kind}.common.nodemanager" for kind in kinds):
         crd = api.read_custom_resource_definition(name)
         conds = {c.type: c.status for c in crd.status.conditions or []}
         assert conds.get("Established") == "True", name

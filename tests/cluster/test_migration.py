@@ -18,7 +18,7 @@ from kubernetes import client, config
 
 from nodemanager.host.osinfo import read_os_release
 from tests.cluster.agent import Agent
-from tests.cluster.helpers import crds_established, eventually
+from tests.cluster.helpers import UPSTREAM_KINDS, crds_established, eventually
 from tests.controlplane.cluster import ControlPlane
 from tests.unit.host.test_wgkeys_adopt import keypair
 
@@ -53,7 +53,7 @@ def test_upstream_objects_and_status_survive_our_crds_and_agent(upstream_cluster
     ext, custom = client.ApiextensionsV1Api(api_client), client.CustomObjectsApi(api_client)
     done = kubectl(kc, "apply", "-f", str(UPSTREAM_CRDS))
     assert done.returncode == 0, done.stderr
-    eventually(lambda: crds_established(ext), timeout=30)
+    eventually(lambda: crds_established(ext, UPSTREAM_KINDS), timeout=30)
     kubectl(kc, "create", "namespace", NS)
 
     host, os_id = "migrated-host", read_os_release().id
