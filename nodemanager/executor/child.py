@@ -28,19 +28,16 @@ from nodemanager.procutil import RUN_MARK, die_with_parent, kill_run
 _guards: list[int] = []
 
 
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie waiting for its parent to reap it does not)."""
+def _exists(pid: int) -> bool:
+    """Whether ``pid`` exists, a zombie too: only the agent reaps ansible-playbook, or init once
+    the whole agent is gone (and this guard reparented with it)."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rpartition(")")[2].split()[0] != "Z"
-    except FileNotFoundError:
+        os.kill(pid, 0)
+    except ProcessLookupError:
         return False
-    except OSError:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
+    except PermissionError:
+        pass
+    return True
 
 
 def _guard(session: int, agent: int, run_dir: str | None) -> None:
@@ -51,10 +48,12 @@ def _guard(session: int, agent: int, run_dir: str | None) -> None:
         with contextlib.suppress(ValueError):
             signal.set_wakeup_fd(-1)
         while True:
-            # Session before parent: when the agent dies, the parent death signal may end
-            # ansible-playbook first, and its workers must still go; the agent's death is
-            # seen here (reparenting) no later than ansible-playbook's.
-            ended = not _alive(session)
+            # Session before parent. The parent death signal follows the agent's thread that
+            # started ansible-playbook: a kill -9 ends that thread, and so ansible-playbook,
+            # while the agent's other threads still exit (under load, seconds), and until
+            # then the agent stays our parent. A zombie is not an ended run: the dying agent
+            # never reaps it, and once the agent is gone we are reparented (no later than it).
+            ended = not _exists(session)
             if os.getppid() != agent:
                 with contextlib.suppress(OSError):
                     os.killpg(session, signal.SIGKILL)
