@@ -160,9 +160,16 @@ def test_bootstrap_certificate_writes_a_kubeconfig_with_a_key_made_here(fleet, a
     assert mine["spec"]["username"] == f"system:serviceaccount:{fleet.namespace}:nodemanager-{host}"
     assert conditions(mine)["Approved"] == "NodemanagerAutoApproved"
     assert b"PRIVATE" not in base64.b64decode(mine["spec"]["request"])
-    assert [
-        e.reason for e in events_about(api_client, fleet.namespace, mine["metadata"]["name"])
-    ] == ["CertificateApproved"]
+    # The controller records its Event after the approval went through, and the bootstrap may
+    # be done (certificate issued) before that Event is written: wait for it.
+    reasons = eventually(
+        lambda: [
+            e.reason for e in events_about(api_client, fleet.namespace, mine["metadata"]["name"])
+        ],
+        timeout=30,
+        message="the approval's Event",
+    )
+    assert reasons == ["CertificateApproved"]
     # What the node may do, it may do as its certificate: write its own ManagedNode.
     node = client.CustomObjectsApi(config.new_client_from_config(str(path)))
     node.create_namespaced_custom_object(
