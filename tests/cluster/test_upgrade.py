@@ -23,6 +23,8 @@ from tests.integration.test_apt import PACKAGE, build_deb
 pytestmark = [pytest.mark.cluster, pytest.mark.ansible, pytest.mark.machine]
 HOSTS = ("up-a", "up-b")
 HOLD = "upgrade.nodemanager/hold"
+# What the test package installs (tests/integration/apt_repo.py: /opt/nmtest/<name>/VERSION).
+PAYLOAD = f"/opt/nmtest/{PACKAGE}/VERSION"
 # Stands in for `systemctl reboot`: /run is emptied by a reboot, and the agent stops.
 FAKE_REBOOT = """#!/bin/sh
 echo "$(date +%s) $1" >> /var/lib/nm-reboots
@@ -89,7 +91,7 @@ def test_scheduled_upgrade_hold_reboot_and_group(api_client, kubeconfig, namespa
         # Every minute is due, and the agents look every 20 s: at least one look sees the hold.
         held_until = time.time() + 25
         while time.time() < held_until:
-            assert m.path("/opt/nmtest/VERSION").read_text() == "1.0\n"
+            assert m.path(PAYLOAD).read_text() == "1.0\n"
             time.sleep(1)
         for host in HOSTS:
             assert "lastUpgrade" not in (node(api_client, namespace, host).get("status") or {})
@@ -126,7 +128,7 @@ def test_scheduled_upgrade_hold_reboot_and_group(api_client, kubeconfig, namespa
             return True
 
         eventually(reported, timeout=480, interval=1, message="both agents report lastUpgrade")
-        assert m.path("/opt/nmtest/VERSION").read_text() == "2.0\n"
+        assert m.path(PAYLOAD).read_text() == "2.0\n"
         # The first upgraded the package and rebooted; the second found nothing left to do.
         assert len(rebooted()) == 1, rebooted()
         leases = client.CoordinationV1Api(api_client)
