@@ -252,8 +252,11 @@ class Controller:
         )
         for key, version, outcome in work:
 
-            def remember(outcome: Outcome, _: Applied, key: str = key) -> None:
-                self._pools.applied(key.removeprefix("NodePool/"), outcome, time.monotonic())
+            def remember(
+                outcome: Outcome, result: Applied, key: str = key, rv: str = version
+            ) -> None:
+                name = key.removeprefix("NodePool/")
+                self._pools.applied(name, result.done, time.monotonic(), rv)
 
             self._handle(key, version, outcome, remember)
         return budget

@@ -18,7 +18,7 @@ from typing import Any
 from nodemanager.api import InvalidObject
 from nodemanager.api.nodereport import set_condition
 from nodemanager.api.pool import CONFLICT_CONDITION, DEFAULT_POOL, NodePool, default_pool
-from nodemanager.controller.effects import Outcome, Write
+from nodemanager.controller.effects import Effect, Outcome, Write
 from nodemanager.controller.events import Note, names
 from nodemanager.controller.pools import (
     GRANT_FIELD,
@@ -40,15 +40,20 @@ PLACEMENTS_PER_SYNC = 200
 
 @dataclass
 class PoolMemory:
-    written: dict[str, dict[str, Any]] = field(default_factory=dict)  # cache may lag
+    # pool -> (status written, the pool's resourceVersion it was computed from): the cache may
+    # lag behind our write, but once it shows any other version the cache is the truth.
+    written: dict[str, tuple[dict[str, Any], str]] = field(default_factory=dict)
     written_at: dict[str, float] = field(default_factory=dict)  # monotonic
     progress: dict[str, tuple[int, float]] = field(default_factory=dict)  # (updated, since)
     warned: set[tuple[str, str]] = field(default_factory=set)  # (pool, resourceVersion)
 
-    def applied(self, name: str, outcome: Outcome, mono: float) -> None:
-        for effect in outcome.effects:
+    def applied(
+        self, name: str, done: Sequence[Effect], mono: float, resource_version: str
+    ) -> None:
+        """Remember the status writes in ``done`` (the effects the server took, not skipped)."""
+        for effect in done:
             if isinstance(effect, Write) and effect.method == "patch_pool_status":
-                self.written[name] = effect.args[1]
+                self.written[name] = (effect.args[1], resource_version)
                 self.written_at[name] = mono
 
 
@@ -121,13 +126,18 @@ def reconcile(
         if found is None:
             continue
         c = counts(found, members, budget, why, targets)
-        base, wanted = _status(raw, found, c, budget.limit(found.name), memory, now, mono)
-        if not differs(wanted, base):
-            continue
+        stalled, deadline_in = _stalled(memory, found, c, mono)
+        base, wanted = _status(raw, found, c, budget.limit(found.name), memory, now, stalled)
         since = mono - memory.written_at.get(found.name, float("-inf"))
-        if since < progress_period and progress_only(wanted, base):
+        if not differs(wanted, base):
+            # Nothing to write now; the deadline's transition is due without any event.
+            if deadline_in is None:
+                continue
+            outcome = Outcome(requeue_after=deadline_in)
+        elif since < progress_period and progress_only(wanted, base):
             # Counts of a change in progress: written at most every progress_period.
-            outcome = Outcome(requeue_after=progress_period - since)
+            wait = progress_period - since
+            outcome = Outcome(requeue_after=min(wait, deadline_in or wait))
         else:
             outcome = Outcome((Write("pool_status", "patch_pool_status", (found.name, wanted)),))
         work.append(
@@ -143,29 +153,39 @@ def _status(
     limit: int,
     memory: PoolMemory,
     now: str,
-    mono: float,
+    stalled: str,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the status stored or just written, the status wanted)."""
     cached = raw.get("status") or {}
     written = memory.written.get(pool.name)
-    if written is not None and not differs(written, cached):
-        del memory.written[pool.name]  # the cache caught up
+    version = str(raw["metadata"].get("resourceVersion", ""))
+    # Our write is the base only while the cache still shows the version it was computed
+    # from; any newer version (ours arrived, or a spec edit, a relist, another writer) is the
+    # truth, or a status the server never kept would be compared against forever.
+    if written is not None and (written[1] != version or not differs(written[0], cached)):
+        del memory.written[pool.name]
         written = None
-    base = {**raw, "status": written if written is not None else cached}
-    return base["status"], pool_status(base, pool, c, limit, now, _stalled(memory, pool, c, mono))
+    base = {**raw, "status": written[0] if written is not None else cached}
+    return base["status"], pool_status(base, pool, c, limit, now, stalled)
 
 
-def _stalled(memory: PoolMemory, pool: NodePool, c: PoolCounts, mono: float) -> str:
-    """Nodes to update and none newly updated for progressDeadlineSeconds (the controller's
-    clock; a restart gives a whole deadline again)."""
+def _stalled(
+    memory: PoolMemory, pool: NodePool, c: PoolCounts, mono: float
+) -> tuple[str, float | None]:
+    """(the nodes waited for, when none was newly updated for progressDeadlineSeconds; the
+    seconds until that deadline, None when none runs). The controller's clock: a restart
+    gives a whole deadline again."""
     waiting = [n for n in c.nodes if n not in c.updated]
     prior = memory.progress.get(pool.name)
     if prior is None or prior[0] != len(c.updated) or not waiting or pool.paused:
         memory.progress[pool.name] = (len(c.updated), mono)
-        return ""
-    if mono - prior[1] < pool.progress_deadline_seconds:
-        return ""
-    return f"no node updated for {pool.progress_deadline_seconds}s; waiting for {names(waiting)}"
+        running = bool(waiting) and not pool.paused
+        return "", float(pool.progress_deadline_seconds) if running else None
+    left = pool.progress_deadline_seconds - (mono - prior[1])
+    if left > 0:
+        return "", left
+    deadline = pool.progress_deadline_seconds
+    return f"no node updated for {deadline}s; waiting for {names(waiting)}", None
 
 
 def conflict_conditions(

@@ -285,7 +285,7 @@ def test_reconcile_creates_the_default_pool_places_nodes_grants_and_writes_statu
     (status,) = [o for key, _, o in work if key == "NodePool/default"]
     written = status.effects[0].args[1]
     assert written["nodes"] == 2 and written["maxUnavailable"] == 1
-    memory.applied("default", status, 0.0)
+    memory.applied("default", status.effects, 0.0, "9")
     # Written and not yet in the cache: not written again.
     _, work = reconcile([pool], [], raws, views, memory, namespace="ns", now=STAMP, mono=1.0)
     assert not [k for k, _, _ in work if k == "NodePool/default"]
@@ -325,3 +325,81 @@ def test_pool_conflict_condition_is_written_naming_both_pools_and_removed_after(
         {"type": "Ready", "status": "True"}
     ]
     assert conflict_conditions(node, None, STAMP) is None
+
+
+def _pool_sync(pool_raw, memory, mono, *, dead="c"):
+    """One pools reconcile of three nodes (``dead`` not Ready) and a ConfigSet none has yet:
+    the default pool's status outcome (None: nothing to do)."""
+    from nodemanager.controller.poolsync import reconcile
+    from nodemanager.controller.summary import NodeView
+
+    raws = [
+        {
+            "metadata": {"name": n, "labels": {"role": "web"}, "resourceVersion": "1"},
+            "spec": {"pool": "default"},
+            "status": {
+                "conditions": [{"type": "Ready", "status": "Unknown" if n == dead else "True"}]
+            },
+        }
+        for n in ("a", "b", "c")
+    ]
+    _, spec = staged("one")
+    cs = {"metadata": {"name": "one", "generation": 1}, "spec": spec}
+    views = [NodeView.from_dict(r) for r in raws]
+    kw = {"namespace": "ns", "now": STAMP, "progress_period": 5.0}
+    _, work = reconcile([pool_raw], [cs], raws, views, memory, mono=mono, **kw)
+    return next((o for key, _, o in work if key == "NodePool/default"), None)
+
+
+def _written(pool_raw, outcome, memory, mono, *, cache=True):
+    """``outcome``'s status write done; the cache shows it (a new resourceVersion) if ``cache``."""
+    memory.applied("default", outcome.effects, mono, pool_raw["metadata"]["resourceVersion"])
+    if cache:
+        pool_raw["status"] = outcome.effects[0].args[1]
+        pool_raw["metadata"]["resourceVersion"] += "0"
+    return outcome.effects[0].args[1]
+
+
+def _default(generation=3, **spec):
+    meta = {"name": "default", "resourceVersion": "9", "generation": generation}
+    return {"metadata": meta, "spec": {"maxUnavailable": 1, **spec}}
+
+
+def test_a_pool_spec_edit_and_its_deadline_reach_status_whatever_was_written_before():
+    from nodemanager.controller.poolsync import PoolMemory
+
+    memory, raw = PoolMemory(), _default()
+    first = _written(raw, _pool_sync(raw, memory, 0.0), memory, 0.0)
+    assert first["observedGeneration"] == 3 and first["maxUnavailable"] == 1
+    # The spec edited (a new generation) within progress_period of the last write.
+    raw["metadata"].update(generation=4, resourceVersion="11")
+    raw["spec"] = {"maxUnavailable": 2, "progressDeadlineSeconds": 5}
+    edit = _written(raw, _pool_sync(raw, memory, 1.0), memory, 1.0)
+    assert edit["observedGeneration"] == 4 and edit["maxUnavailable"] == 2
+    # Nothing changes on any node: the reconcile still asks to look again at the deadline,
+    # and then Updating names the node waited for.
+    waits = _pool_sync(raw, memory, 2.0)
+    assert waits.effects == () and waits.requeue_after is not None and waits.requeue_after <= 5
+    late = _written(raw, _pool_sync(raw, memory, 7.0), memory, 7.0)
+    updating = {c["type"]: c for c in late["conditions"]}["Updating"]
+    assert updating["reason"] == "ProgressDeadlineExceeded" and "c" in updating["message"]
+    assert _pool_sync(raw, memory, 8.0) is None  # written and seen: nothing more
+
+
+def test_a_pool_status_the_cache_moved_past_or_a_skipped_write_is_written_again():
+    from nodemanager.controller.poolsync import PoolMemory
+
+    memory, raw = PoolMemory(), _default()
+    outcome = _pool_sync(raw, memory, 0.0)
+    wanted = _written(raw, outcome, memory, 0.0, cache=False)
+    quiet = _pool_sync(raw, memory, 10.0)  # written, the cache not there yet
+    assert quiet is None or not quiet.effects
+    # The cache shows a newer version whose status is not ours (a relist after our write was
+    # lost in a timeout, another writer): the server holds that, so ours is written again.
+    raw["metadata"]["resourceVersion"] = "12"
+    raw["status"] = {**wanted, "updated": 3, "conditions": []}
+    again = _pool_sync(raw, memory, 20.0)
+    assert again is not None and again.effects[0].args[1]["updated"] == wanted["updated"]
+    # A write the server skipped (404) is not remembered as written.
+    memory.applied("default", (), 30.0, "12")
+    assert _pool_sync(raw, memory, 30.0).effects
