@@ -542,6 +542,22 @@ def test_killed_agent_is_ready_unknown_within_a_minute_and_true_when_back(
         return cs
 
     eventually(stalled_on_the_dead_node, timeout=90, message="deadline naming the dead node")
+
+    # The pool's spec edit reaches its status, and past the pool's own deadline its Updating
+    # condition names the dead node (kubectl wait on a pool must not hang on a stale status).
+    set_pool(api, fleet_ns, "default", {"progressDeadlineSeconds": 5})
+
+    def pool_stalled_on_the_dead_node():
+        pool = get(api, fleet_ns, "nodepools", "default")
+        s = pool.get("status") or {}
+        assert s.get("observedGeneration") == pool["metadata"]["generation"], s
+        assert s.get("maxUnavailable") == 2, s
+        updating = cond(pool, "Updating")
+        assert updating["reason"] == "ProgressDeadlineExceeded", updating
+        assert host in updating["message"], updating
+        return pool
+
+    eventually(pool_stalled_on_the_dead_node, timeout=60, message="pool deadline, dead node")
     assert not _admissions(api, fleet_ns, name)[host]
     assert "NodesNotReady" in configset_events(api, fleet_ns, name)
 
