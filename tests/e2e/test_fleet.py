@@ -551,7 +551,7 @@ def test_8_upgrade_with_a_real_reboot(fleet, plane, admin, zipapp):
     )  # fmt: skip
     build_deb(repo, "2.0")
     time.sleep(25)  # every minute is due: an upgrade check (every 20 s) passed while held
-    assert node.read("/opt/nmtest/VERSION") == "1.0\n"
+    assert node.read(f"/opt/nmtest/{PACKAGE}/VERSION") == "1.0\n"
     assert "lastUpgrade" not in (managed_node(admin, node.name).get("status") or {})
     assert not core.read_node(node.name).spec.unschedulable
 
@@ -588,7 +588,7 @@ def test_8_upgrade_with_a_real_reboot(fleet, plane, admin, zipapp):
         stop.set()
         helper.join(timeout=30)
     state["upgrade_reboot"] = (seen["back"], time.monotonic() - released)
-    assert node.read("/opt/nmtest/VERSION") == "2.0\n"
+    assert node.read(f"/opt/nmtest/{PACKAGE}/VERSION") == "2.0\n"
     assert not node.machine.path("/run/reboot-required").exists()  # a new boot: /run is new
     assert seen["cordoned"] and seen["unschedulable"], seen  # cordoned while upgrading
     status = managed_node(admin, node.name)["status"]
