@@ -19,8 +19,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
-from nodemanager.api.nodeuser import USER_PREFIX as USER_PREFIX
-from nodemanager.api.nodeuser import user_name as user_name
+from nodemanager.api.nodeuser import USER_PREFIX, user_name
 
 SIGNER = "kubernetes.io/kube-apiserver-client"
 NODES_GROUP = "nodemanager:nodes"

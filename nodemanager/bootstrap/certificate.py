@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import yaml
 
-from nodemanager.api import nodecert
+from nodemanager.api import nodecert, nodeuser
 from nodemanager.bootstrap.credentials import Renewer
 from nodemanager.bootstrap.rbac import cluster_role_names, role_names
 from nodemanager.fsutil import write_atomic
@@ -84,7 +84,7 @@ def obtain(
     pem = credential_path(kubeconfig)
     # One file holding both, so a connection never pairs the new certificate with the old key.
     write_atomic(pem, cert + key, mode=0o600)
-    user = nodecert.user_name(namespace, hostname)
+    user = nodeuser.user_name(namespace, hostname)
     data = kubeconfig_file.document(
         server, ca, namespace, user, {"client-certificate": pem, "client-key": pem}
     )
@@ -155,7 +155,7 @@ def revoke(kubeconfig: str, hostname: str, namespace: str, context: str | None =
     try:
         return bindings.remove_user(
             api,
-            nodecert.user_name(namespace, hostname),
+            nodeuser.user_name(namespace, hostname),
             namespace,
             [node_role, f"nodemanager-refs-{hostname}"],
             cluster_role_names(hostname, namespace),

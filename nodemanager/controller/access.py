@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nodemanager.api import ConfigSet, nodecert
+from nodemanager.api import ConfigSet, nodeuser
 from nodemanager.controller.effects import Outcome, Write
 from nodemanager.desired.select import matches
 from nodemanager.host.labels import MANAGED_KEYS
@@ -123,7 +123,7 @@ def subjects(node: str, namespace: str, node_binding: Mapping[str, Any] | None) 
     """Who reads the node's references: its ServiceAccount, and its certificate's user while
     the node's own binding names it (`rbac --certificate`; `revoke` takes it out there and
     here, so the controller never puts it back)."""
-    user = nodecert.user_name(namespace, node)
+    user = nodeuser.user_name(namespace, node)
     named = [
         s
         for s in (node_binding or {}).get("subjects") or []

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from nodemanager.api import nodecert
+from nodemanager.api import nodecert, nodeuser
 from nodemanager.controller.effects import Fleet, Outcome
 from nodemanager.controller.events import Note
 
@@ -68,7 +68,7 @@ def problems(
     """Why the request is not exactly what node ``host`` may have; empty when it is."""
     out = []
     requester = str(spec.get("username") or "")
-    allowed = (nodecert.bootstrap_user(namespace, host), nodecert.user_name(namespace, host))
+    allowed = (nodecert.bootstrap_user(namespace, host), nodeuser.user_name(namespace, host))
     if requester not in allowed:
         out.append(f"requester {requester!r} is neither node {host}'s ServiceAccount nor the node")
     if req.organizations != (nodecert.NODES_GROUP,) or req.other_subject:

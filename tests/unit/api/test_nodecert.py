@@ -8,7 +8,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
-from nodemanager.api import nodecert
+from nodemanager.api import nodecert, nodeuser
 
 
 def test_a_node_request_names_the_node_and_its_group_and_nothing_else():
@@ -74,4 +74,4 @@ def test_not_a_request():
 def test_node_of(user, node):
     assert nodecert.node_of(user) == node
     if node:
-        assert nodecert.user_name(*node) == user
+        assert nodeuser.user_name(*node) == user
