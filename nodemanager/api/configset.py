@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodemanager.api.errors import FieldError, InvalidObject
+from nodemanager.api.maxunavailable import problem
 from nodemanager.api.reader import Reader
 
 API_VERSION = "common.nodemanager/v1"
@@ -160,6 +161,10 @@ class ConfigSet:
         # The controller's fields (staged rollouts): valid in a file read in local mode too, so
         # an object exported from the cluster renders and applies as it is.
         spec.allow("rollout", "paused")
+        raw_spec = raw.get("spec")
+        rollout = raw_spec.get("rollout") if isinstance(raw_spec, Mapping) else None
+        if isinstance(rollout, Mapping) and (why := problem(rollout.get("maxUnavailable", 1))):
+            errors.append(FieldError("spec.rollout.maxUnavailable", why))
         configset = cls(
             name=name,
             namespace=meta.string("namespace") or "",

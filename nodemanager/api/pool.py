@@ -3,15 +3,15 @@
 Every ManagedNode is in exactly one pool: the pool whose ``spec.nodeSelector`` matches it, else
 the default pool (named ``default``, kept by the controller, its selector ignored: it holds the
 rest). A node two pools match is in neither: it is held (nothing new admitted) until an
-administrator resolves it. ``maxUnavailable`` (a count, or "N%" of the pool's nodes rounded
-down, never below 1) bounds how many of the pool's nodes are being disrupted at once: a new
-revision of any staged ConfigSet, an OS upgrade, a ``lock_group`` restart. ``spec.fencing`` is
-the fencing of the pool's nodes that have none of their own (api/fencing.py).
+administrator resolves it. ``maxUnavailable`` (api/maxunavailable.py: a count of at least 1,
+or "N%" of the pool's nodes, 1-100, rounded down, never below 1) bounds how many of the pool's
+nodes are being disrupted at once: a new revision of any staged ConfigSet, an OS upgrade, a
+``lock_group`` restart. ``spec.fencing`` is the fencing of the pool's nodes that have none of
+their own (api/fencing.py).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +19,7 @@ from typing import Any
 from nodemanager.api.configset import LabelSelector, _selector
 from nodemanager.api.errors import FieldError, InvalidObject
 from nodemanager.api.fencing import MAX_TIMEOUT, MIN_TIMEOUT, Fencing
+from nodemanager.api.maxunavailable import budget, problem
 from nodemanager.api.reader import Reader
 
 KIND = "NodePool"
@@ -57,8 +58,9 @@ class NodePool:
         meta, spec = root.child("metadata"), root.child("spec")
         name = meta.string("name", required=True) or ""
         value = (raw.get("spec") or {}).get("maxUnavailable", 1)
-        if not valid_max_unavailable(value):
-            spec.error("maxUnavailable", f'must be a count or "N%", not {value!r}')
+        why = problem(value)
+        if why is not None:
+            spec.error("maxUnavailable", why)
             value = 1
         pool = cls(
             name=name,
@@ -85,25 +87,6 @@ def _fencing(spec: Reader) -> Fencing:
         spec.error("timeoutSeconds", f"must be between {MIN_TIMEOUT} and {MAX_TIMEOUT}")
     raw = {"enabled": enabled, **({"timeoutSeconds": timeout} if timeout is not None else {})}
     return Fencing.parse(raw)
-
-
-def valid_max_unavailable(value: Any) -> bool:
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, int):
-        return value >= 0
-    return isinstance(value, str) and (
-        value.isdigit() or (value.endswith("%") and value[:-1].isdigit())
-    )
-
-
-def budget(max_unavailable: int | str, nodes: int) -> int:
-    """A maxUnavailable value as a node count of ``nodes``: "N%" rounds down; at least 1."""
-    if isinstance(max_unavailable, str) and max_unavailable.endswith("%"):
-        count = math.floor(nodes * int(max_unavailable[:-1]) / 100)
-    else:
-        count = int(max_unavailable)
-    return max(1, count)
 
 
 def default_pool(namespace: str) -> dict[str, Any]:

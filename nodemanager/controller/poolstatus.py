@@ -62,9 +62,11 @@ def pool_status(
     limit: int,
     now: str,
     stalled: str = "",
+    invalid: str | None = None,
 ) -> dict[str, Any]:
     """The status the controller wants for one NodePool; ``stalled`` names the nodes waited
-    for past progressDeadlineSeconds."""
+    for past progressDeadlineSeconds; ``invalid`` the pool's bad fields (Degraded, InvalidSpec:
+    it selects nothing)."""
     previous = by_type((raw.get("status") or {}).get("conditions"))
     total, done = len(c.nodes), len(c.updated)
     is_updated = done == total and not c.unavailable and not c.conflicting
@@ -82,6 +84,9 @@ def pool_status(
             f"{done} of {total} nodes updated; waiting for {names(waiting)}",
         )
     problems = []
+    if invalid:
+        held = "its defaults hold" if pool.is_default else "it selects no node"
+        problems.append(f"invalid spec, {held}: {invalid}")
     if c.degraded:
         problems.append(f"degraded: {names(c.degraded)}")
     if c.conflicting:
@@ -114,12 +119,16 @@ def pool_status(
                 previous,
                 "Degraded",
                 bool(problems),
-                ("NodesInTwoPools" if c.conflicting else "NodesDegraded")
-                if problems
-                else "AsExpected",
+                _degraded_reason(invalid, c) if problems else "AsExpected",
                 "; ".join(problems),
                 gen,
                 now,
             ),
         ],
     }
+
+
+def _degraded_reason(invalid: str | None, c: PoolCounts) -> str:
+    if invalid:
+        return "InvalidSpec"
+    return "NodesInTwoPools" if c.conflicting else "NodesDegraded"

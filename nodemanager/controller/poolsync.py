@@ -57,18 +57,26 @@ class PoolMemory:
                 self.written_at[name] = mono
 
 
-def parse(raw_pools: Sequence[Mapping[str, Any]], memory: PoolMemory) -> list[NodePool]:
-    pools = []
+def parse(
+    raw_pools: Sequence[Mapping[str, Any]], memory: PoolMemory
+) -> tuple[list[NodePool], dict[str, str]]:
+    """The pools, and why each invalid one is (pool -> its bad fields). The CRD refuses most;
+    an invalid pool stands as one that selects nothing (the default pool as if it had no
+    spec), so its status says what is wrong and the rest of the fleet goes on."""
+    pools, invalid = [], {}
     for raw in raw_pools:
         try:
             pools.append(NodePool.from_dict(raw))
-        except InvalidObject as e:  # the CRD refuses most; an invalid pool selects nothing
+        except InvalidObject as e:
             meta = raw["metadata"]
-            key = (str(meta.get("name")), str(meta.get("resourceVersion")))
+            name = str(meta.get("name"))
+            pools.append(NodePool(name, generation=int(meta.get("generation") or 0)))
+            invalid[name] = "; ".join(str(f) for f in e.errors)
+            key = (name, str(meta.get("resourceVersion")))
             if key not in memory.warned:
                 log.warning("%s", e)
                 memory.warned.add(key)
-    return pools
+    return pools, invalid
 
 
 def reconcile(
@@ -88,7 +96,7 @@ def reconcile(
     if not any(p["metadata"]["name"] == DEFAULT_POOL for p in raw_pools):
         create = Write("pool_created", "create_pool", (default_pool(namespace),))
         work.append((f"NodePool/{DEFAULT_POOL}", "", Outcome((create,))))
-    pools = parse(raw_pools, memory)
+    pools, invalid = parse(raw_pools, memory)
     members = [Member.of(raw, view) for raw, view in zip(nodes, views, strict=True)]
     targets = [Target.of(cs) for cs in configsets]
     budget, why = Budget.of(pools, members, targets, dt.datetime.now(dt.UTC))
@@ -127,7 +135,8 @@ def reconcile(
             continue
         c = counts(found, members, budget, why, targets)
         stalled, deadline_in = _stalled(memory, found, c, mono)
-        base, wanted = _status(raw, found, c, budget.limit(found.name), memory, now, stalled)
+        limit = budget.limit(found.name)
+        base, wanted = _status(raw, found, c, limit, memory, now, stalled, invalid.get(found.name))
         since = mono - memory.written_at.get(found.name, float("-inf"))
         if not differs(wanted, base):
             # Nothing to write now; the deadline's transition is due without any event.
@@ -154,6 +163,7 @@ def _status(
     memory: PoolMemory,
     now: str,
     stalled: str,
+    invalid: str | None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the status stored or just written, the status wanted)."""
     cached = raw.get("status") or {}
@@ -166,7 +176,7 @@ def _status(
         del memory.written[pool.name]
         written = None
     base = {**raw, "status": written[0] if written is not None else cached}
-    return base["status"], pool_status(base, pool, c, limit, now, stalled)
+    return base["status"], pool_status(base, pool, c, limit, now, stalled, invalid)
 
 
 def _stalled(

@@ -24,8 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from nodemanager.api.maxunavailable import budget
 from nodemanager.api.nodereport import NodeReport
-from nodemanager.api.pool import budget
 
 REVISIONS_FIELD = "configsetRevisions"
 READY_FIELD = "configsetReadySince"  # when the controller first saw a revision applied

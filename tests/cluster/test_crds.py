@@ -10,6 +10,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from nodemanager.api.maxunavailable import problem
 from tests.unit.api.test_configset import SEED_CHRONY
 
 pytestmark = pytest.mark.cluster
@@ -267,13 +268,23 @@ def test_nodepool_max_unavailable_is_validated_and_columns_print(kubeconfig, api
             GROUP, VERSION, namespace, "nodepools", {**body, "spec": spec}
         )
 
-    for bad, says in (("lots", "spec.maxUnavailable"), (0, "must be at least 1"), ("5", None)):
-        if says is None:
-            pool("ok-string", {"maxUnavailable": bad})  # a count as a string is a count
-            continue
+    # One rule with api/maxunavailable.py: 0 in no form, percentages up to 100, ASCII digits.
+    refused_as = {0: "must be at least 1", -2: "must be at least 1"}
+    refused_as |= {v: "should match" for v in ("lots", "0", "0%", "150%", "\u00b2", "5\n")}
+    for bad, says in refused_as.items():
+        assert problem(bad) is not None
         with pytest.raises(ApiException) as refused:
             pool(f"bad-{uuid.uuid4().hex[:4]}", {"maxUnavailable": bad})
-        assert refused.value.status == 422 and says in refused.value.body, refused.value.body
+        body = refused.value.body
+        assert refused.value.status == 422 and "spec.maxUnavailable" in body and says in body
+        with pytest.raises(ApiException) as refused:
+            create_configset(api_client, namespace, {"rollout": {"maxUnavailable": bad}}, "bad")
+        body = refused.value.body
+        assert refused.value.status == 422 and "spec.rollout.maxUnavailable" in body, body
+        assert says in body, body
+    for good in ("5", "100%"):
+        assert problem(good) is None
+        pool(f"ok-{good[:-1] if good.endswith('%') else good}", {"maxUnavailable": good})
     created = pool(
         "web", {"nodeSelector": {"matchLabels": {"role": "web"}}, "maxUnavailable": "25%"}
     )

@@ -7,7 +7,8 @@ import datetime as dt
 import pytest
 
 from nodemanager.api import InvalidObject
-from nodemanager.api.pool import NodePool, budget
+from nodemanager.api.maxunavailable import budget
+from nodemanager.api.pool import NodePool
 from nodemanager.controller.pools import Budget, Member, Target, assign, grants, placements
 from nodemanager.controller.poolstatus import counts, pool_status
 from nodemanager.controller.rollout import NodeState, Rollout, plan, revision_name
@@ -403,3 +404,32 @@ def test_a_pool_status_the_cache_moved_past_or_a_skipped_write_is_written_again(
     # A write the server skipped (404) is not remembered as written.
     memory.applied("default", (), 30.0, "12")
     assert _pool_sync(raw, memory, 30.0).effects
+
+
+@pytest.mark.parametrize("bad", [0, "0%", "150%", "²"])
+def test_an_invalid_pool_says_which_field_in_its_status_and_selects_nothing(bad):
+    from nodemanager.controller.poolsync import PoolMemory, reconcile
+    from nodemanager.controller.summary import NodeView
+
+    raws = [
+        {"metadata": {"name": n, "labels": {"role": "db"}}, "spec": {"pool": "db"}}
+        for n in ("a", "b")
+    ]
+    views = [NodeView.from_dict(r) for r in raws]
+    db = {
+        "metadata": {"name": "db", "generation": 2},
+        "spec": {"nodeSelector": {"matchLabels": {"role": "db"}}, "maxUnavailable": bad},
+    }
+    default = {"metadata": {"name": "default"}, "spec": {"maxUnavailable": bad}}
+    budget, work = reconcile(
+        [db, default], [], raws, views, PoolMemory(), namespace="ns", now=STAMP, mono=0.0
+    )
+    assert budget.member == {"a": "default", "b": "default"}  # the fleet goes on
+    writes = {k: o.effects[0].args for k, _, o in work if k.startswith("NodePool/")}
+    for name, held in (("db", "it selects no node"), ("default", "its defaults hold")):
+        status = writes[f"NodePool/{name}"][1]
+        degraded = {c["type"]: c for c in status["conditions"]}["Degraded"]
+        assert degraded["status"] == "True" and degraded["reason"] == "InvalidSpec"
+        assert "spec.maxUnavailable: must" in degraded["message"] and held in degraded["message"]
+    assert writes["NodePool/db"][1]["observedGeneration"] == 2
+    assert writes["NodePool/default"][1]["nodes"] == 2
