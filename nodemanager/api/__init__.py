@@ -8,15 +8,14 @@ from nodemanager.api.configset import (
     ConfigSet,
     Execution,
     File,
-    LabelSelector,
     Notify,
     Package,
     Ref,
-    Requirement,
     Service,
 )
 from nodemanager.api.duration import parse_duration
 from nodemanager.api.errors import FieldError, InvalidObject
+from nodemanager.api.labels import LabelSelector, Requirement
 from nodemanager.api.node import Node
 
 __all__ = [

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nodemanager.api.errors import FieldError, InvalidObject
+from nodemanager.api.labels import LabelSelector, selector
 from nodemanager.api.maxunavailable import problem
 from nodemanager.api.reader import Reader
 
@@ -24,7 +25,6 @@ DEFAULT_WEIGHT = 100
 PACKAGE_ENSURE = ("installed", "absent", "latest")
 FILE_ENSURE = ("file", "directory", "symlink", "absent")
 SERVICE_ENSURE = ("running", "stopped")
-SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 MODE = re.compile(r"^0?[0-7]{3,4}$")
 # Names handed to package managers and service managers: no whitespace, no option-looking words.
 SIMPLE_NAME = re.compile(r"^[A-Za-z0-9_.+@:][A-Za-z0-9_.+@:/-]*$")
@@ -107,19 +107,6 @@ class Notify:
 
 
 @dataclass(frozen=True)
-class Requirement:
-    key: str
-    operator: str
-    values: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class LabelSelector:
-    match_labels: tuple[tuple[str, str], ...] = ()
-    match_expressions: tuple[Requirement, ...] = ()
-
-
-@dataclass(frozen=True)
 class ConfigSet:
     name: str
     namespace: str = ""
@@ -171,7 +158,7 @@ class ConfigSet:
             labels=tuple(sorted(meta.string_map("labels").items())),
             generation=meta.integer("generation") or 0,
             resource_version=meta.string("resourceVersion") or "",
-            selector=_selector(spec.child("selector")) if spec.has("selector") else None,
+            selector=selector(spec.child("selector")) if spec.has("selector") else None,
             weight=_weight(spec),
             packages=tuple(_package(r) for r in spec.items("packages")),
             files=tuple(_file(r) for r in spec.items("files")),
@@ -290,16 +277,3 @@ def _notify(r: Reader) -> Notify:
         name=r.string("name") or None,
         namespace=r.string("namespace"),
     )
-
-
-def _selector(r: Reader) -> LabelSelector:
-    expressions = []
-    for e in r.items("matchExpressions"):
-        op = e.choice("operator", SELECTOR_OPERATORS, default=None, required=True) or ""
-        values = e.strings("values")
-        if op in ("In", "NotIn") and not values:
-            e.error("values", f"must be non-empty for operator {op}")
-        if op in ("Exists", "DoesNotExist") and values:
-            e.error("values", f"must be empty for operator {op}")
-        expressions.append(Requirement(e.string("key", required=True) or "", op, values))
-    return LabelSelector(tuple(sorted(r.string_map("matchLabels").items())), tuple(expressions))

@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nodemanager.api.configset import LabelSelector, _selector
 from nodemanager.api.errors import FieldError, InvalidObject
 from nodemanager.api.fencing import MAX_TIMEOUT, MIN_TIMEOUT, Fencing
+from nodemanager.api.labels import LabelSelector, selector
 from nodemanager.api.maxunavailable import budget, problem
 from nodemanager.api.reader import Reader
 
@@ -64,7 +64,7 @@ class NodePool:
             value = 1
         pool = cls(
             name=name,
-            selector=_selector(spec.child("nodeSelector")) if spec.has("nodeSelector") else None,
+            selector=selector(spec.child("nodeSelector")) if spec.has("nodeSelector") else None,
             max_unavailable=value,
             paused=spec.boolean("paused", default=False),
             min_ready_seconds=spec.integer("minReadySeconds") or 0,

@@ -10,7 +10,9 @@ import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from nodemanager.api import InvalidObject
 from nodemanager.api.maxunavailable import problem
+from nodemanager.api.pool import NodePool
 from tests.unit.api.test_configset import SEED_CHRONY
 
 pytestmark = pytest.mark.cluster
@@ -116,6 +118,49 @@ def test_in_without_values_is_refused_saying_why(api_client, namespace, plural):
     message = json.loads(refused.value.body)["message"]
     assert f"spec.{field}.matchExpressions[0]" in message
     assert "values must be non-empty for In" in message and "no such key" not in message
+
+
+@pytest.mark.parametrize("plural", ["configsets", "nodepools"])
+def test_selector_label_keys_and_values_are_validated_as_kubernetes_does(
+    api_client, namespace, plural
+):
+    field = "selector" if plural == "configsets" else "nodeSelector"
+    kind = "ConfigSet" if plural == "configsets" else "NodePool"
+    api = client.CustomObjectsApi(api_client)
+
+    def create(selector):
+        body = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": kind,
+            "metadata": {"name": f"sel-{uuid.uuid4().hex[:6]}"},
+            "spec": {field: selector},
+        }
+        return api.create_namespaced_custom_object(GROUP, VERSION, namespace, plural, body)
+
+    def expression(key, *values):
+        if not values:
+            return {"matchExpressions": [{"key": key, "operator": "Exists"}]}
+        return {"matchExpressions": [{"key": key, "operator": "In", "values": list(values)}]}
+
+    good = {"matchLabels": {"app.kubernetes.io/name": "web-1", "empty": ""}}
+    good |= expression("x/y_z", "a.b", "C")
+    create(good)
+    NodePool.from_dict({"metadata": {"name": "p"}, "spec": {"nodeSelector": good}})
+    path = f"spec.{field}"
+    for selector, says in (
+        ({"matchLabels": {"bad key": "x"}}, f"{path}.matchLabels: Invalid value"),
+        ({"matchLabels": {"a/b/c": "x"}}, f"{path}.matchLabels: Invalid value"),
+        ({"matchLabels": {"role": "web server"}}, f"{path}.matchLabels.role"),
+        ({"matchLabels": {"role": "a" * 64}}, f"{path}.matchLabels.role"),
+        (expression("-a"), f"{path}.matchExpressions[0].key"),
+        (expression("role", "ok", "\u00b2"), f"{path}.matchExpressions[0].values[1]"),
+    ):
+        with pytest.raises(InvalidObject):  # the parser agrees (api/labels.py)
+            NodePool.from_dict({"metadata": {"name": "p"}, "spec": {"nodeSelector": selector}})
+        with pytest.raises(ApiException) as refused:
+            create(selector)
+        body = refused.value.body
+        assert refused.value.status == 422 and says in body, body
 
 
 def test_managednode_status_subresource(api_client, namespace):

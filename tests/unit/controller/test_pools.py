@@ -433,3 +433,23 @@ def test_an_invalid_pool_says_which_field_in_its_status_and_selects_nothing(bad)
         assert "spec.maxUnavailable: must" in degraded["message"] and held in degraded["message"]
     assert writes["NodePool/db"][1]["observedGeneration"] == 2
     assert writes["NodePool/default"][1]["nodes"] == 2
+
+
+def test_a_pool_with_a_bad_selector_says_so_and_selects_nothing():
+    from nodemanager.controller.poolsync import PoolMemory, reconcile
+    from nodemanager.controller.summary import NodeView
+
+    raws = [{"metadata": {"name": "a", "labels": {"role": "db"}}, "spec": {"pool": "db"}}]
+    views = [NodeView.from_dict(r) for r in raws]
+    # NotIn with a value no label can have would match every node: refused, not guessed at.
+    selector = {"matchExpressions": [{"key": "role", "operator": "NotIn", "values": ["d b"]}]}
+    db = {"metadata": {"name": "db"}, "spec": {"nodeSelector": selector}}
+    default = {"metadata": {"name": "default"}, "spec": {"maxUnavailable": 1}}
+    budget, work = reconcile(
+        [db, default], [], raws, views, PoolMemory(), namespace="ns", now=STAMP, mono=0.0
+    )
+    assert budget.member == {"a": "default"}
+    (status,) = [o.effects[0].args[1] for k, _, o in work if k == "NodePool/db"]
+    degraded = {c["type"]: c for c in status["conditions"]}["Degraded"]
+    assert degraded["reason"] == "InvalidSpec"
+    assert "spec.nodeSelector.matchExpressions[0].values: label value 'd b'" in degraded["message"]
