@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,8 +42,6 @@ def from_git(root: Path) -> BuildInfo | None:
     commit date."""
     if not (root / ".git").exists():
         return None
-    import subprocess  # only in a checkout: an installed CLI reads the stamp (bench/cli_start.py)
-
     try:
         commit, date = subprocess.run(
             ["git", "-C", str(root), "log", "-1", "--format=%H %cI"],

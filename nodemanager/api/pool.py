@@ -7,7 +7,8 @@ administrator resolves it. ``maxUnavailable`` (api/maxunavailable.py: a count of
 or "N%" of the pool's nodes, 1-100, rounded down, never below 1) bounds how many of the pool's
 nodes are being disrupted at once: a new revision of any staged ConfigSet, an OS upgrade, a
 ``lock_group`` restart. ``spec.fencing`` is the fencing of the pool's nodes that have none of
-their own (api/fencing.py).
+their own (api/fencing.py). ``spec.stageAll`` stages the ConfigSets without ``spec.rollout`` on
+the pool's nodes too (api/revisions.py).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class NodePool:
     progress_deadline_seconds: int = DEFAULT_PROGRESS_DEADLINE
     generation: int = 0
     fencing: Fencing = Fencing()  # off: the pool leaves fencing to each node
+    stage_all: bool = False  # ConfigSets without spec.rollout are staged on its nodes too
 
     @property
     def is_default(self) -> bool:
@@ -72,6 +74,7 @@ class NodePool:
             or DEFAULT_PROGRESS_DEADLINE,
             generation=meta.integer("generation") or 0,
             fencing=_fencing(spec.child("fencing")) if spec.has("fencing") else Fencing(),
+            stage_all=spec.boolean("stageAll", default=False),
         )
         if errors:
             raise InvalidObject(KIND, name, errors)

@@ -3,9 +3,13 @@
 A ConfigSet with ``spec.rollout`` is applied as the ControllerRevision its node was admitted to
 (``ManagedNode.spec.configsetRevisions[<name>]``, written by the controller, never by nodes), so
 a change reaches a node only when the rollout admits it, and a node keeps enforcing its last
-admitted content. Not admitted yet means not applied. Without ``spec.rollout`` the live object
-applies. The agent applies exactly this and the controller grants Secret and ConfigMap access
-for exactly this (controller/access.py): one function, so the two cannot disagree. Pure: no I/O.
+admitted content. Not admitted yet means not applied. A ConfigSet without ``spec.rollout`` is
+staged the same way on a node whose NodePool stages everything (``spec.stageAll``; the
+controller copies it onto the node as ``spec.poolStageAll``, which nodes cannot write); elsewhere
+the live object applies. ``staged`` is that rule, for the agent and the controller alike. The
+agent applies exactly what ``admitted`` returns and the controller grants Secret and ConfigMap
+access for exactly this (controller/access.py): one function, so the two cannot disagree.
+Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -15,6 +19,27 @@ from typing import Any
 
 REVISIONS_FIELD = "configsetRevisions"  # the controller's nodemanager.controller.rollout
 REVISION_LABEL = "nodemanager.io/configset"
+STAGE_ALL_FIELD = "poolStageAll"  # ManagedNode spec: its pool's spec.stageAll, by the controller
+
+
+def has_rollout(configset: Mapping[str, Any]) -> bool:
+    """The ConfigSet stages its own changes (``spec.rollout``)."""
+    return isinstance((configset.get("spec") or {}).get("rollout"), Mapping)
+
+
+def stages_all(node: Mapping[str, Any]) -> bool:
+    """The node's pool stages every ConfigSet (``spec.poolStageAll`` as the controller wrote it)."""
+    return (node.get("spec") or {}).get(STAGE_ALL_FIELD) is True
+
+
+def is_staged(own_rollout: bool, pool_stages_all: bool) -> bool:
+    """The one rule: a ConfigSet is staged on a node when it has ``spec.rollout`` or the node's
+    pool stages everything; staged means applied only at the node's admitted revision."""
+    return own_rollout or pool_stages_all
+
+
+def staged(configset: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+    return is_staged(has_rollout(configset), stages_all(node))
 
 
 def admitted(
@@ -28,7 +53,7 @@ def admitted(
     running: dict[str, str] = {}
     for cs in configsets:
         spec = cs.get("spec") or {}
-        if not isinstance(spec.get("rollout"), Mapping):
+        if not staged(cs, node):
             out.append(dict(cs))
             continue
         name = (cs.get("metadata") or {}).get("name", "")
@@ -42,6 +67,7 @@ def admitted(
         meta["resourceVersion"] = (
             f"{meta.get('resourceVersion', '')}:{revision['metadata']['name']}"
         )
-        out.append({**cs, "metadata": meta, "spec": {**content, "rollout": spec["rollout"]}})
+        steering = {"rollout": spec["rollout"]} if has_rollout(cs) else {}
+        out.append({**cs, "metadata": meta, "spec": {**content, **steering}})
         running[name] = revision["metadata"]["name"]
     return out, running

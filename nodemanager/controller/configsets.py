@@ -66,7 +66,7 @@ def reconcile(
         del memory.written[name]  # the cache caught up
         written = None
     base = {**raw, "status": written if written is not None else cached}
-    staged = rollout.Rollout.of(raw.get("spec") or {})
+    staged = staging.settings(raw, nodes, gate)
     effects: list[Effect] = []
     notes: list[events.Note] = []
     waits = False  # on time: minReadySeconds, a progress deadline

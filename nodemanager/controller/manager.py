@@ -249,6 +249,7 @@ class Controller:
             now=stamp(),
             mono=time.monotonic(),
             progress_period=self.opts.progress_period,
+            revisions={r["metadata"]["name"] for r in self.informers["revisions"].items()},
         )
         for key, version, outcome in work:
 

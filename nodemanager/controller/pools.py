@@ -5,9 +5,10 @@ caused it:
 
 - it is not Ready (Unknown: its Lease lapsed) or under memory pressure: as MCO, a node that is
   not Ready is unavailable and is not changed;
-- a staged ConfigSet admitted it to a revision it has not reported applied, or reported with an
-  error, or (at the ConfigSet's target) applied less than minReadySeconds ago on the
-  controller's clock (the larger of the ConfigSet's and the pool's);
+- a ConfigSet staged on it (``spec.rollout``, or any ConfigSet while its pool has
+  ``stageAll``: api/revisions.py ``staged``) admitted it to a revision it has not reported
+  applied, or reported with an error, or (at the ConfigSet's target) applied less than
+  minReadySeconds ago on the controller's clock (the larger of the ConfigSet's and the pool's);
 - it holds a slot granted for an OS upgrade or a ``lock_group`` restart (``spec.disruptionGranted``
   names its ``status.disruption`` request).
 
@@ -20,20 +21,25 @@ changed by one ConfigSet may take another's change too, as MCO renders one confi
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from nodemanager.api import ConfigSet
 from nodemanager.api.fencing import POOL_FIELD as FENCING_FIELD
-from nodemanager.api.nodereport import NodeReport
+from nodemanager.api.nodereport import ConfigSetEntry, NodeReport
 from nodemanager.api.pool import DEFAULT_POOL, NodePool
+from nodemanager.api.revisions import STAGE_ALL_FIELD, has_rollout, is_staged, stages_all
 from nodemanager.controller import rollout
 from nodemanager.desired.select import matches, selector_matches, selector_only
 
 POOL_FIELD = "pool"
 GRANT_FIELD = "disruptionGranted"
 REQUEST_FIELD = "disruption"
+# The ready time of a node adopted at the content it applied before its pool staged the
+# ConfigSet: no change to wait out, so minReadySeconds does not turn it unavailable.
+ADOPTED_SINCE = "1970-01-01T00:00:00Z"
 
 
 @dataclass(frozen=True)
@@ -42,9 +48,10 @@ class Target:
 
     name: str
     selector: ConfigSet | None
-    revision: str | None  # staged: the target revision; None: applied at once
+    spec: Mapping[str, Any] = field(repr=False, compare=False)
     generation: int
     min_ready: int
+    rollout: bool = True  # spec.rollout: staged everywhere, else only where a pool stages all
 
     @classmethod
     def of(cls, raw: Mapping[str, Any]) -> Target:
@@ -53,13 +60,32 @@ class Target:
         return cls(
             meta.get("name", ""),
             selector_only(raw),
-            rollout.revision_name(meta.get("name", ""), spec) if settings else None,
+            spec,
             int(meta.get("generation") or 0),
             settings.min_ready_seconds if settings else 0,
+            has_rollout(raw),
         )
+
+    @cached_property
+    def revision(self) -> str:
+        """The current content's revision: the target wherever it is staged (hashed only when
+        asked: most ConfigSets are staged nowhere)."""
+        return rollout.revision_name(self.name, self.spec)
 
     def selects(self, labels: Mapping[str, str]) -> bool:
         return self.selector is not None and matches(self.selector, labels)
+
+    def staged_on(self, node: Member) -> bool:
+        return is_staged(self.rollout, node.stage_all)
+
+    def at_target(self, entry: ConfigSetEntry, admitted: str | None) -> bool:
+        """The node runs this target's content: it reports the revision, or (staged only by its
+        pool, just adopted, its agent not switched yet) the current generation unstaged."""
+        if admitted != self.revision or entry.error:
+            return False
+        return entry.revision == self.revision or (
+            not self.rollout and entry.revision is None and entry.generation == self.generation
+        )
 
 
 @dataclass(frozen=True)
@@ -74,6 +100,7 @@ class Member:
     request: str  # the id of its status.disruption request, "" without one
     reason: str
     pool_fencing: Mapping[str, Any] | None = None  # spec.poolFencing as written
+    stage_all: bool = False  # spec.poolStageAll as written: what its agent goes by
 
     @property
     def name(self) -> str:
@@ -101,6 +128,7 @@ class Member:
             str(request.get("id") or ""),
             str(request.get("reason") or ""),
             fencing if isinstance(fencing := spec.get(FENCING_FIELD), Mapping) else None,
+            stages_all(raw),
         )
 
 
@@ -137,10 +165,12 @@ def disruption(
         return node.reason or "disruption granted"
     for t in targets:
         admitted = node.admitted.get(t.name)
-        if t.revision is None or admitted is None or not t.selects(node.report.labels):
+        if not t.staged_on(node) or admitted is None or not t.selects(node.report.labels):
             continue
         entry = node.report.entries.get(t.name)
-        if entry is None or entry.revision != admitted or entry.error:
+        if entry is None or entry.error:
+            return f"ConfigSet {t.name}"
+        if entry.revision != admitted and not t.at_target(entry, admitted):
             return f"ConfigSet {t.name}"
         seconds = max(t.min_ready, pool_min_ready)
         if admitted == t.revision and not _ready_for(node, t, seconds, now):
@@ -157,8 +187,8 @@ def updated(node: Member, targets: Sequence[Target]) -> bool:
         entry = node.report.entries.get(t.name)
         if entry is None or entry.error:
             return False
-        if t.revision is not None:
-            if node.admitted.get(t.name) != t.revision or entry.revision != t.revision:
+        if t.staged_on(node):
+            if not t.at_target(entry, node.admitted.get(t.name)):
                 return False
         elif entry.generation < t.generation:
             return False
@@ -231,6 +261,11 @@ class Budget:
         pool = self.member.get(node)
         return pool if pool is not None and self.pools[pool].paused else ""
 
+    def stages_all(self, node: str) -> bool:
+        """The node's pool stages every ConfigSet (not a node two pools select)."""
+        pool = self.member.get(node)
+        return pool is not None and self.pools[pool].stage_all
+
 
 def grants(budget: Budget, nodes: Sequence[Member]) -> tuple[list[tuple[str, str]], list[str]]:
     """OS-upgrade and lock_group requests: (node, request id) to grant now (oldest request
@@ -253,11 +288,15 @@ def placements(
     member: Mapping[str, str],
     conflicts: Mapping[str, list[str]],
     pools: Mapping[str, NodePool],
+    targets: Sequence[Target] = (),
+    revisions: Collection[str] = (),
 ) -> list[tuple[str, dict[str, Any]]]:
-    """(node, spec patch) for every node whose spec.pool or spec.poolFencing is not what its
-    pool says: spec.pool "" while two pools select it (the agent then waits for a slot that
-    is never granted) and no pool fencing then (fencing a host on a guess is the one mistake
-    not to make)."""
+    """(node, spec patch) for every node whose spec.pool, spec.poolFencing or
+    spec.poolStageAll is not what its pool says: spec.pool "" while two pools select it (the
+    agent then waits for a slot that is never granted) and no pool fencing then (fencing a
+    host on a guess is the one mistake not to make); spec.poolStageAll is left as it is then
+    (a staged node stays held). ``revisions``: the ControllerRevisions that exist (stageAll
+    waits for those of the ConfigSets it adopts)."""
     out = []
     for node in nodes:
         wanted = "" if node.name in conflicts else member.get(node.name, DEFAULT_POOL)
@@ -268,6 +307,40 @@ def placements(
             patch[POOL_FIELD] = wanted
         if node.pool_fencing != fencing:
             patch[FENCING_FIELD] = fencing  # None: a merge patch removes it
+        stage_all = pool is not None and pool.stage_all
+        if node.name in conflicts:
+            pass  # held as it is: staged, nothing is admitted; not staged, it was never held
+        elif stage_all and not node.stage_all:
+            patch.update(adoptions(node, targets, revisions) or {})
+        elif node.stage_all and not stage_all:
+            patch[STAGE_ALL_FIELD] = None  # back to applying at once
         if patch:
             out.append((node.name, patch))
     return out
+
+
+def adoptions(
+    node: Member, targets: Sequence[Target], revisions: Collection[str]
+) -> dict[str, Any] | None:
+    """The spec patch that turns stageAll on for ``node``: the flag and, in the same write (the
+    agent must never see one without the other), an admission to the current revision of each
+    ConfigSet it staged only now that the node runs at its current generation without error, with
+    a ready time that asks no minReadySeconds of it: nothing changes on the node. A ConfigSet it
+    does not run cleanly gets no admission and waits for the budget. None while a revision to
+    adopt is not made yet (the next sync, once the ConfigSet's reconcile made it)."""
+    admit: dict[str, str] = {}
+    for t in targets:
+        if t.rollout or t.name in node.admitted or not t.selects(node.report.labels):
+            continue
+        if t.revision not in revisions:
+            return None
+        entry = node.report.entries.get(t.name)
+        if entry is not None and t.at_target(entry, t.revision):
+            admit[t.name] = t.revision
+    patch: dict[str, Any] = {STAGE_ALL_FIELD: True}
+    if admit:
+        patch[rollout.REVISIONS_FIELD] = admit
+        patch[rollout.READY_FIELD] = {
+            name: {"revision": revision, "since": ADOPTED_SINCE} for name, revision in admit.items()
+        }
+    return patch

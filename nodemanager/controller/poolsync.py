@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,8 +90,10 @@ def reconcile(
     now: str,
     mono: float,
     progress_period: float = 0.0,
+    revisions: Collection[str] = (),
 ) -> tuple[Budget, list[Work]]:
-    """This sync's budget, and the writes that bring pools and memberships up to date."""
+    """This sync's budget, and the writes that bring pools and memberships up to date;
+    ``revisions``: the names of the ControllerRevisions in the cache."""
     work: list[Work] = []
     if not any(p["metadata"]["name"] == DEFAULT_POOL for p in raw_pools):
         create = Write("pool_created", "create_pool", (default_pool(namespace),))
@@ -111,7 +113,7 @@ def reconcile(
     # Spaced over syncs: after an upgrade every node needs its spec.pool once, and 5,000
     # writes in one sync would hold ConfigSet status and liveness back for minutes. The
     # budget does not wait for them (it reads labels); each write wakes the next sync.
-    placed = placements(members, budget.member, budget.conflicts, budget.pools)
+    placed = placements(members, budget.member, budget.conflicts, budget.pools, targets, revisions)
     for node, patch in placed[:PLACEMENTS_PER_SYNC]:
         held = (_two_pools(node, budget.conflicts[node]),) if patch.get(POOL_FIELD) == "" else ()
         on_node(node, "pool", patch, held)

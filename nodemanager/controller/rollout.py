@@ -146,6 +146,10 @@ class Gate(Protocol):
         """The node's pool when that pool is paused (nothing is admitted on it), else ""."""
         ...
 
+    def stages_all(self, node: str) -> bool:
+        """The node's pool stages every ConfigSet (NodePool spec.stageAll)."""
+        ...
+
 
 class Unpooled:
     """No pools: only the ConfigSet's own maxUnavailable counts."""
@@ -161,6 +165,9 @@ class Unpooled:
 
     def paused_pool(self, node: str) -> str:
         return ""
+
+    def stages_all(self, node: str) -> bool:
+        return False
 
 
 def _ready_since(ready_since: str | None, now: dt.datetime, seconds: int) -> bool:

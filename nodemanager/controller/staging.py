@@ -1,5 +1,10 @@
 """Staged rollouts step by step: revisions, admissions, and the rollout's counts. The writes are
-collected in a ``Deferred`` (effects.py) and sent by the controller after the step."""
+collected in a ``Deferred`` (effects.py) and sent by the controller after the step.
+
+A ConfigSet without ``spec.rollout`` is staged only on the nodes whose pool stages everything
+(NodePool ``spec.stageAll``, on the node as ``spec.poolStageAll``): there it has revisions and
+admissions like any staged ConfigSet, with no budget of its own (its nodes' pools' alone);
+on the other nodes it applies at once and counts by generation, as before."""
 
 from __future__ import annotations
 
@@ -9,13 +14,39 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from nodemanager.api.revisions import has_rollout, staged
 from nodemanager.controller import events, rollout
 from nodemanager.controller.effects import Deferred
-from nodemanager.controller.summary import Counts, NodeView
+from nodemanager.controller.pools import Target
+from nodemanager.controller.summary import Counts, NodeView, count
 from nodemanager.desired.select import matches, selector_only
 from nodemanager.kube.errors import KubeError
 
 log = logging.getLogger(__name__)
+# A ConfigSet staged only by its nodes' pools: their budgets bound it, it adds none of its own.
+POOL_STAGED = rollout.Rollout(max_unavailable="100%")
+
+
+def settings(
+    cs: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]], gate: rollout.Gate | None
+) -> rollout.Rollout | None:
+    """How ``cs`` is staged: its spec.rollout; without one, POOL_STAGED while some node it
+    selects is in a pool that stages everything (its revisions are made before the pool's
+    nodes are switched over: pools.adoptions waits for them); else None, applied at once."""
+    own = rollout.Rollout.of(cs.get("spec") or {})
+    if own is not None:
+        return own
+    selector = selector_only(cs)
+    if selector is None:
+        return None
+    for node in nodes:
+        meta = node.get("metadata") or {}
+        # The cheap test first: label matching is the cost of a sync over many nodes.
+        if not staged(cs, node) and not (gate is not None and gate.stages_all(meta["name"])):
+            continue
+        if matches(selector, meta.get("labels") or {}):
+            return POOL_STAGED
+    return None
 
 
 @dataclass(frozen=True)
@@ -98,11 +129,8 @@ def sync(
         mine[target] = newest + 1
         log.info("ConfigSet %s: revision %d (%s)", name, newest + 1, target)
         if newest:
-            notes.append(
-                events.started(
-                    newest + 1, target, settings.max_unavailable, bool(spec.get("paused"))
-                )
-            )
+            budget = settings.max_unavailable if has_rollout(cs) else "of each stageAll pool"
+            notes.append(events.started(newest + 1, target, budget, bool(spec.get("paused"))))
     elif mine[target] < newest and last_target != target:
         fleet.renumber_revision(target, newest + 1)  # earlier content is back (undo)
         mine[target] = newest + 1
@@ -112,21 +140,30 @@ def sync(
     selector = selector_only(cs)
     now = dt.datetime.now(dt.UTC)
     ready = _Ready(fleet, name, target, now, marked)
+    at = Target.of(cs)
     states = []
     views = []
+    at_once = []  # matched nodes it is not staged on (only a pool stages it): by generation
     for node in nodes:
         view = NodeView.from_dict(node)
         if selector is None or not matches(selector, view.labels):
             continue
+        if not staged(cs, node):
+            at_once.append(view)
+            continue
         views.append(view)
         entry = view.entries.get(name)
+        admission = _admitted(node, name)
+        # Adopted at the content it ran before its pool staged the ConfigSet: at the target.
+        reported = target if entry and at.at_target(entry, admission) else None
+        reported = reported or (entry.revision if entry else None)
         states.append(
             rollout.NodeState(
                 view.name,
-                _admitted(node, name),
-                entry.revision if entry else None,
+                admission,
+                reported,
                 entry.error if entry else "",
-                ready.since(node, entry.revision, entry.error) if entry else None,
+                ready.since(node, reported, entry.error) if entry else None,
                 not view.entries and not (node.get("spec") or {}).get(rollout.REVISIONS_FIELD),
                 rollout.down(view),
             )
@@ -150,12 +187,16 @@ def sync(
     _trim(fleet, name, mine, target, nodes, settings.history_limit)
     matched = sorted(s.name for s in states)
     done = set(p.updated) | set(p.failed)
+    rest = count(cs, at_once)
     counts = Counts(
-        matched,
-        p.updated,
-        p.failed,
-        [n for n in matched if n not in done],
-        sorted(v.name for v in views if (found := v.entries.get(name)) and found.conflicts),
+        sorted(matched + rest.matched),
+        sorted(p.updated + rest.updated),
+        sorted(p.failed + rest.failed),
+        sorted([n for n in matched if n not in done] + rest.pending),
+        sorted(
+            [v.name for v in views if (found := v.entries.get(name)) and found.conflicts]
+            + rest.conflicts
+        ),
     )
     halted = (
         f"rollout of revision {mine[target]} stopped: failed on {', '.join(p.failed[:10])}"
@@ -237,13 +278,10 @@ def _trim(
 def prune(
     fleet: Deferred, configsets: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]]
 ) -> list[tuple[str, str]]:
-    """Remove admissions of ConfigSets that are gone or no longer staged, and of nodes that left
-    the selector: coming back is then a change through the budget, never a stale admission."""
-    staged = {
-        (cs.get("metadata") or {}).get("name"): selector_only(cs)
-        for cs in configsets
-        if isinstance((cs.get("spec") or {}).get("rollout"), Mapping)
-    }
+    """Remove admissions of ConfigSets that are gone or no longer staged on the node (no
+    spec.rollout, and its pool no longer stages all), and of nodes that left the selector:
+    coming back is then a change through the budget, never a stale admission."""
+    by_name = {(cs.get("metadata") or {}).get("name"): cs for cs in configsets}
     pruned = []
     for node in nodes:
         spec = node.get("spec") or {}
@@ -252,8 +290,9 @@ def prune(
             spec.get(rollout.READY_FIELD) or {}
         )
         for name in sorted(held):
-            selector = staged.get(name)
-            if name in staged and selector is not None and matches(selector, labels):
+            cs = by_name.get(name)
+            selector = selector_only(cs) if cs is not None else None
+            if cs is not None and staged(cs, node) and selector and matches(selector, labels):
                 continue
             try:
                 fleet.unadmit(

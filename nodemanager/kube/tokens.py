@@ -11,7 +11,6 @@ from typing import Any
 from kubernetes import client
 
 from nodemanager.kube import kubeconfig as kubeconfig_file
-from nodemanager.kube import plain
 from nodemanager.kube.errors import KUBE_ERRORS, KubeError, translate
 
 
@@ -26,22 +25,25 @@ def request_token(
 
     With ``bound_secret`` (name, uid or None) the token is bound to that Secret: the API server
     rejects it once the Secret is deleted, which is how a node's tokens are revoked."""
-    spec: dict[str, Any] = {"audiences": [], "expirationSeconds": seconds}
+    ref = None
     if bound_secret:
         name, uid = bound_secret
-        ref = {"apiVersion": "v1", "kind": "Secret", "name": name}
-        spec["boundObjectRef"] = {**ref, "uid": uid} if uid else ref
-    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}
-    path = plain.namespaced(plain.CORE, namespace, "serviceaccounts", service_account, "token")
+        ref = client.V1BoundObjectReference(api_version="v1", kind="Secret", name=name, uid=uid)
+    body = client.AuthenticationV1TokenRequest(
+        spec=client.V1TokenRequestSpec(
+            audiences=[], expiration_seconds=seconds, bound_object_ref=ref
+        )
+    )
     try:
-        result = plain.request(api, "POST", path, body)
+        result = client.CoreV1Api(api).create_namespaced_service_account_token(
+            service_account, namespace, body
+        )
     except KUBE_ERRORS as e:
         raise translate(e) from e
-    status = result.get("status") or {}
-    if not status.get("token") or not status.get("expirationTimestamp"):
+    status = result.status
+    if status is None or not status.token or status.expiration_timestamp is None:
         raise KubeError("TokenRequest returned no token")
-    expires = dt.datetime.fromisoformat(status["expirationTimestamp"])
-    return status["token"], expires
+    return status.token, status.expiration_timestamp
 
 
 BINDING_TYPE = "nodemanager.io/token-binding"

@@ -523,7 +523,8 @@ def test_a_node_can_ask_for_a_slot_but_not_grant_one_or_touch_pools(
     node_name,  # noqa: F811
 ):
     """With the node's own credential (rbac, token, bootstrap): no NodePool access at all; its
-    status.disruption request is its own to write, spec.pool and spec.disruptionGranted not."""
+    status.disruption request is its own to write, spec.pool, spec.disruptionGranted and
+    spec.poolStageAll not."""
     ns, _, permanent = bootstrapped
     admin, own = (config.new_client_from_config(str(k)) for k in (kubeconfig, permanent))
     try:
@@ -548,6 +549,9 @@ def test_a_node_can_ask_for_a_slot_but_not_grant_one_or_touch_pools(
             "leave its pool": lambda: custom(own).patch_namespaced_custom_object(
                 GROUP, VERSION, ns, "managednodes", node_name, {"spec": {"pool": "mine"}}
             ),
+            "stop being staged by its pool": lambda: custom(own).patch_namespaced_custom_object(
+                GROUP, VERSION, ns, "managednodes", node_name, {"spec": {"poolStageAll": False}}
+            ),
         }
         for what, call in refused.items():
             with pytest.raises(client.ApiException) as e:
@@ -565,3 +569,130 @@ def test_a_node_can_ask_for_a_slot_but_not_grant_one_or_touch_pools(
     finally:
         admin.close()
         own.close()
+
+
+class Dropped(Disrupted):
+    """The nodes not running ``configsets`` at once: the entry missing or with an error (a node
+    switched to staging without its admission would drop the ConfigSet until admitted)."""
+
+    def why(self, obj) -> str:
+        reported = {e["name"]: e for e in (obj.get("status") or {}).get("configsets") or []}
+        for name in self.configsets:
+            if name not in reported or reported[name].get("error"):
+                return name
+        return ""
+
+
+def _applied(agents, hosts) -> float:
+    return sum(agents[h].metric("nodemanager_reconcile_total", 'outcome="applied"') for h in hosts)
+
+
+def test_stage_all_stages_an_unstaged_configset_through_the_pool_budget(
+    api, kubeconfig, pool_ns, pool_dir, agents, controller
+):
+    """stageAll on pool web (4 nodes, maxUnavailable 2): switching it on changes nothing on the
+    nodes (each is adopted at the content it runs), a change of a ConfigSet without
+    spec.rollout then never disrupts more than 2 of them, while the node of pool other gets it
+    at once; switching it off applies at once again."""
+    name, other, web = "everything", HOSTS[4], HOSTS[:4]
+    path = pool_dir / name
+    spec = {"selector": {"matchLabels": {"role": "web"}}, "files": [{"path": str(path)}]}
+    label(api, pool_ns, other, {"other": "yes"})
+    away = [{"key": "other", "operator": "DoesNotExist"}]
+    selector = {"matchLabels": {"role": "web"}, "matchExpressions": away}
+    put_pool(api, pool_ns, "web", {"nodeSelector": selector, "maxUnavailable": 2})
+    put_pool(api, pool_ns, "other", {"nodeSelector": {"matchLabels": {"other": "yes"}}})
+    try:
+        eventually(
+            lambda: get(api, pool_ns, "managednodes", other)["spec"].get("pool") == "other",
+            timeout=60,
+            message="the last node in pool other",
+        )
+        spec["files"][0]["content"] = "v1\n"
+        put_configset(api, pool_ns, name, spec)
+        eventually(settled(api, pool_ns, name), timeout=120, message="v1 at once everywhere")
+
+        # Switched on: every web node adopted at v1's revision, none dropped it meanwhile.
+        dropped = Dropped(api, pool_ns, [name])
+        before = _applied(agents, web)
+        try:
+            set_pool(api, pool_ns, "web", {"stageAll": True})
+
+            def adopted():
+                v1 = rollout_status(api, pool_ns, name).get("updateRevision")
+                for h in web:
+                    node = get(api, pool_ns, "managednodes", h)
+                    assert node["spec"].get("poolStageAll") is True, node["spec"]
+                    assert (node["spec"].get("configsetRevisions") or {}).get(name) == v1, node[
+                        "spec"
+                    ]
+                    entry = next(e for e in node["status"]["configsets"] if e["name"] == name)
+                    assert entry.get("revision") == v1, entry
+                assert "poolStageAll" not in get(api, pool_ns, "managednodes", other)["spec"]
+                return v1
+
+            v1 = eventually(adopted, timeout=120, message="web adopted at v1")
+            pool_updated(kubeconfig, pool_ns, "web")
+        finally:
+            dropped.stop()
+        assert dropped.most == 0, dropped.log
+        assert _applied(agents, web) == before  # nothing to apply: the same content
+        assert rollout_status(api, pool_ns, name)["revision"] == 1
+
+        # A change while web is paused: pool other's node applies it at once, web's wait.
+        set_pool(api, pool_ns, "web", {"paused": True})
+        spec["files"][0]["content"] = "v2\n"
+        put_configset(api, pool_ns, name, spec)
+        v2 = new_revision(api, pool_ns, name, 2)
+
+        def at_once():
+            node = get(api, pool_ns, "managednodes", other)
+            entry = next(e for e in node["status"]["configsets"] if e["name"] == name)
+            generation = get(api, pool_ns, "configsets", name)["metadata"]["generation"]
+            assert entry["generation"] == generation and not entry.get("error"), entry
+            assert name not in (node["spec"].get("configsetRevisions") or {}), node["spec"]
+            return entry
+
+        eventually(at_once, timeout=60, message="pool other's node has v2 at once")
+        after_more_syncs(controller, 5)
+        assert _admitted_to(api, pool_ns, name, v2) == []
+        assert set(_admitted_to(api, pool_ns, name, v1)) == set(web)
+
+        # Web resumed: through its budget, never more than 2 of its nodes at once.
+        watcher = Disrupted(api, pool_ns, [name])
+        try:
+            set_pool(api, pool_ns, "web", {"paused": False})
+            eventually(settled(api, pool_ns, name), timeout=180, message="v2 staged on web")
+            pool_updated(kubeconfig, pool_ns, "web")
+        finally:
+            watcher.stop()
+        assert 1 <= watcher.most <= 2, watcher.log
+        assert set(_admitted_to(api, pool_ns, name, v2)) == set(web)
+        assert path.read_text() == "v2\n"
+
+        # Switched off: the flag and the admissions go, and a change applies at once again.
+        set_pool(api, pool_ns, "web", {"stageAll": False})
+        eventually(
+            lambda: (
+                not any(
+                    "poolStageAll" in (spec := get(api, pool_ns, "managednodes", h)["spec"])
+                    or name in (spec.get("configsetRevisions") or {})
+                    for h in web
+                )
+            ),
+            timeout=60,
+            message="unstaged again",
+        )
+        set_pool(api, pool_ns, "web", {"paused": True})  # at once means: whatever the pool says
+        spec["files"][0]["content"] = "v3\n"
+        put_configset(api, pool_ns, name, spec)
+        eventually(settled(api, pool_ns, name), timeout=120, message="v3 at once on a paused pool")
+    finally:
+        set_pool(
+            api,
+            pool_ns,
+            "web",
+            {"nodeSelector": {"matchExpressions": None}, "stageAll": False, "paused": False},
+        )
+        custom(api).delete_namespaced_custom_object(GROUP, VERSION, pool_ns, "nodepools", "other")
+        label(api, pool_ns, other, {"other": None})
