@@ -112,7 +112,16 @@ def test_configset_lifecycle_and_node_registration(api_client, namespace, host, 
     assert status["agentVersion"] and status["osPrettyName"].startswith("Debian")
     assert status["release"] == platform.release()  # uname -r, as upstream
     assert "lo" not in status["interfaces"]
-    assert condition(n, "Applied")["observedGeneration"] == n["metadata"]["generation"]
+
+    # The first status can be written before the agent's cache holds the ManagedNode it has just
+    # registered (observedGeneration 0; the ConfigSet comes right after /healthz); the cache's
+    # ADDED event brings the next one.
+    def observed():
+        n = node(api_client, namespace, host)
+        assert condition(n, "Applied")["observedGeneration"] == n["metadata"]["generation"], n
+        return n
+
+    n = eventually(observed, timeout=30, message="Applied observes the node's generation")
     assert (
         condition(n, "Ready")["status"] == "True" and condition(n, "Degraded")["status"] == "False"
     )
