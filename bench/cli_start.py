@@ -24,6 +24,7 @@ COMMANDS = {
     "python -c pass": [sys.executable, "-c", "pass"],
     "nodemanager --version": [str(BIN / "nodemanager"), "--version"],
     "nodemanager render --help": [str(BIN / "nodemanager"), "render", "--help"],
+    "nodemanager apply --help": [str(BIN / "nodemanager"), "apply", "--help"],
     "nodemanager completion bash": [str(BIN / "nodemanager"), "completion", "bash"],
 }
 

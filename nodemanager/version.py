@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import json
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +41,8 @@ def from_git(root: Path) -> BuildInfo | None:
     commit date."""
     if not (root / ".git").exists():
         return None
+    import subprocess  # only in a checkout: an installed CLI reads the stamp (bench/cli_start.py)
+
     try:
         commit, date = subprocess.run(
             ["git", "-C", str(root), "log", "-1", "--format=%H %cI"],

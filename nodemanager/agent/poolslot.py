@@ -11,7 +11,9 @@ its slot back the request is removed and the controller frees the slot. Without 
 (no controller, or an older one) only the group Leases count, as upstream.
 
 One ``PoolSlots`` per agent: the upgrade and the reconcile share one request (one field), each
-through its own ``Locker`` view (``slots.locker("OS upgrade")``).
+through its own ``Locker`` view (``slots.locker("OS upgrade")``). The request is decided under a
+lock and written after it, by one caller at a time and always the newest, so a slow API call
+holds no other caller and a give-back on the wire never removes a request asked for meanwhile.
 """
 
 from __future__ import annotations
@@ -38,10 +40,16 @@ class PoolSlots:
     ) -> None:
         """``node``: this node's ManagedNode as last seen; ``write``: merge-patch its status."""
         self.inner, self.node, self.write = inner, node, write
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards the fields below; never held over a write
         self._wanted: dict[tuple[str, str], None] = {}  # (reason, name), in the order asked
         self._request = ""  # the id of the request this process wrote
         self._tidied = False
+        # The request as status should say it (None: no request), numbered by each change,
+        # and the number last written. One caller at a time writes (``_writing``), always the
+        # newest, so writes land in order and an older one never overtakes a newer one.
+        self._status: Mapping[str, Any] | None = None
+        self._changes = self._written = 0
+        self._writing = False
 
     def locker(self, reason: str) -> Locker:
         return _View(self, reason)
@@ -58,11 +66,10 @@ class PoolSlots:
                 if not self._request:
                     self._request = self._adopt(me) or uuid.uuid4().hex[:16]
                     what = f"{reason} {name}".strip()
-                    self.write(
-                        {REQUEST_FIELD: {"id": self._request, "reason": what, "since": _now()}}
-                    )
+                    self._change({"id": self._request, "reason": what, "since": _now()})
                     log.info("asked pool %s for a disruption slot (%s)", spec[POOL_FIELD], what)
                 request = self._request
+            self._flush()
             if spec.get(GRANT_FIELD) != request:
                 return f"the budget of pool {spec[POOL_FIELD] or '(selected by two pools)'}"
         if not name:
@@ -79,13 +86,39 @@ class PoolSlots:
             self.inner.release(name)
         with self._lock:
             self._wanted.pop((reason, name), None)
-            if self._wanted:
+            if not self._wanted and (self._request or self._adopt(self._me())):
+                self._request = ""
+                self._change(None)
+                log.info("giving the disruption slot back")
+        self._flush()
+
+    def _change(self, status: Mapping[str, Any] | None) -> None:
+        """Record what status should say now (called holding ``_lock``)."""
+        self._status = status
+        self._changes += 1
+
+    def _flush(self) -> None:
+        """Write the newest request until status says it, unless another caller is writing:
+        that one writes ours after its own. A failed write raises here and is tried again by
+        the next call (the waits poll, the reconcile and the upgrade check come back)."""
+        with self._lock:
+            if self._writing:
                 return
-            outstanding = self._request or self._adopt(self._me())
-            self._request = ""
-        if outstanding:
-            self.write({REQUEST_FIELD: None})
-            log.info("gave the disruption slot back")
+            self._writing = True
+        try:
+            while True:
+                with self._lock:
+                    if self._written == self._changes:
+                        self._writing = False
+                        return
+                    number, status = self._changes, self._status
+                self.write({REQUEST_FIELD: status})
+                with self._lock:
+                    self._written = number
+        except BaseException:
+            with self._lock:
+                self._writing = False
+            raise
 
     def tidy(self) -> None:
         """Once, when this node's ManagedNode is first known: remove a request nobody in this
@@ -99,8 +132,9 @@ class PoolSlots:
             if self._wanted or not self._adopt(me):
                 return
             self._request = ""
-        self.write({REQUEST_FIELD: None})
-        log.info("removed a disruption request left by an earlier run")
+            self._change(None)
+        log.info("removing a disruption request left by an earlier run")
+        self._flush()
 
 
 class _View:

@@ -3,7 +3,8 @@
 The rendered play has one task per package, each on its own: one failing name does not stop
 the others, and a later name finds what an earlier one installed. A list must mean the same.
 So the steps of one state (present or absent) are walked in play order against the manager's
-dry run of each name alone (managers.effect):
+dry run of each name alone (managers.effect; for a run of names of one state, one question of
+the manager where it answers each name's alone exactly, managers.effects):
 
 - a name whose dry run installs (or removes) that very name joins the list, and what it brings
   about is remembered;
@@ -15,6 +16,10 @@ dry run of each name alone (managers.effect):
 - anything else (a group or virtual name, a pinned version, latest, a pattern) goes to the
   module alone, and every later step too: what it changes is the module's to know.
 
+A list whose members the manager cannot show to change together exactly what they change one
+after another (``lists_mean_tasks``: pacman's own dry run of the list; a dependency one name
+takes from a provider may come from another name of the list) is each step's own task again.
+
 After the run the manager is asked again (``attribute``): members now converged changed,
 pulled ones are ok. A failed list falls back to every step's own task (the rescue of its
 block), whose results are the module's, except that a member the failed list did install
@@ -23,11 +28,12 @@ before failing is still reported changed: this run changed it.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from nodemanager.executor.events import TaskResult, TaskStatus
-from nodemanager.executor.managers import Manager, plain
+from nodemanager.executor.managers import Effect, Manager, plain
 from nodemanager.playbook.steps import Batch, Step
 
 BATCH_TASK = "nodemanager: {module} {state} list {n}"
@@ -55,7 +61,9 @@ def plan(steps: Sequence[Step], manager: Manager) -> Batching:
     diffs: dict[str, str] = {}
     current: _Open | None = None
     alone = False
-    for step in steps:
+    known: dict[str, Effect | None] = {}
+    asked = 0  # the steps before this one were asked of the manager together
+    for i, step in enumerate(steps):
         if alone or step.state not in ("present", "absent") or not plain(step):
             units.append(step)
             alone = True
@@ -63,11 +71,18 @@ def plan(steps: Sequence[Step], manager: Manager) -> Batching:
         if current is None or current.state != step.state:
             current = _Open(step.state)
             units.append(current)
+        if i >= asked:  # a run of one state: its names in one question where the manager can
+            run = _run_of(steps[i:], step.state)
+            known |= manager.effects(run, step.state)
+            asked = i + len(run)
         if step.name in current.effect or manager.settled(step):
             current.pulled.append(step)
             current.steps.append(step)
             continue
-        effect = manager.effect(step.name, step.state)
+        if step.name in known:
+            effect = known[step.name]
+        else:
+            effect = manager.effect(step.name, step.state)
         if effect is None:
             units.append(step)
             if step.state == "absent":
@@ -86,6 +101,12 @@ def plan(steps: Sequence[Step], manager: Manager) -> Batching:
     return Batching(_frozen(units, manager), diffs)
 
 
+def _run_of(steps: Sequence[Step], state: str) -> list[str]:
+    """The names of the leading steps of ``state`` that may go in a list."""
+    same = itertools.takewhile(lambda s: s.state == state and plain(s), steps)
+    return [s.name for s in same]
+
+
 def _frozen(units: list[Unit | _Open], manager: Manager) -> list[Unit]:
     out: list[Unit] = []
     for u in units:
@@ -93,6 +114,8 @@ def _frozen(units: list[Unit | _Open], manager: Manager) -> list[Unit]:
             out.append(u)
         elif not u.members or (len(u.members) == 1 and not u.pulled):
             out.extend(u.steps)  # each its own task: no list to share
+        elif not manager.lists_mean_tasks([s.name for s in u.members], u.state, u.effect):
+            out.extend(u.steps)  # one transaction would choose differently (a provider)
         else:
             name = BATCH_TASK.format(module=manager.module, state=u.state, n=len(out))
             pulled = frozenset(s.task for s in u.pulled)
@@ -117,7 +140,7 @@ def attribute(
         members = unit.members
         for step in unit.steps:
             member = step.task not in unit.pulled
-            done = manager.converged(step) is True
+            done = manager.done(step)
             if listed.status == "failed":
                 own = by_task.get(step.task)
                 if own is not None and own.status == "ok" and done and member:

@@ -8,6 +8,11 @@ the manager's whole database. A manager answers the same questions in millisecon
 - ``effect(name, state)``: the packages installing (or removing) this one name alone would
   install (or remove), from the manager's own dry run, each name with the line the module's
   diff shows for it; None when the dry run fails or the manager cannot tell.
+- ``effects(names, state)``: ``effect`` of each name alone, for as many of the names as one
+  question of the manager answers exactly (pacman's: one dry run for the list); the others are
+  asked one by one.
+- ``lists_mean_tasks(names, state, effect)``: one call with ``names`` changes exactly what their
+  own tasks would, one after another.
 - ``diff(state, lines)``: the diff the module reports unasked for such a change (pacman's),
   or "".
 
@@ -19,11 +24,12 @@ its world file); pacman and apt read their database once per run.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from nodemanager.executor.events import module_diff
@@ -96,8 +102,18 @@ class Manager:
             return None  # latest and pinned versions need the module's own answer
         return (step.name in self.installed()) == (step.state == "present")
 
+    def done(self, step: Step) -> bool:
+        """After a list ran (``forget`` first): the listed step is in its declared state."""
+        return self.converged(step) is True
+
     def effect(self, name: str, state: str) -> Effect | None:
         return None
+
+    def effects(self, names: Sequence[str], state: str) -> dict[str, Effect | None]:
+        return {}
+
+    def lists_mean_tasks(self, names: Sequence[str], state: str, effect: set[str]) -> bool:
+        return True  # what the members' own dry runs show is all a manager without more can tell
 
     def settled(self, step: Step) -> bool:
         """Already in the declared state, though the module still acts on it (a mark)."""
@@ -105,6 +121,38 @@ class Manager:
 
     def diff(self, state: str, lines: list[str]) -> str:
         return ""
+
+
+DRY_LINE = r"(\S+) (\S+) \S+$"  # the dry run's "%n %n-%v %r": a name, its line in the diff
+# pacman's "error: target not found: NAME" for each name the repositories lack.
+NOT_FOUND = re.compile(r"^error: target not found: (\S+)$", re.MULTILINE)
+
+
+def _dry_run(state: str, names: list[str]) -> list[str]:
+    # The module's own dry runs (`--needed` as it installs, `--remove` as it removes).
+    verb = ["-S", "--needed"] if state == "present" else ["-R"]
+    return ["pacman", *verb, "--print-format", "%n %n-%v %r", *names]
+
+
+def _info_fields(lines: list[str]) -> list[dict[str, str]]:
+    """``pacman -Si``'s blocks as fields (a long value goes on in indented lines)."""
+    blocks: list[dict[str, str]] = []
+    key = ""
+    for line in lines:
+        if not line.strip():
+            key = ""
+        elif line[0].isspace() and key:
+            blocks[-1][key] += " " + line.strip()
+        else:
+            key, _, value = (part.strip() for part in line.partition(":"))
+            if key == "Repository" or not blocks:
+                blocks.append({})
+            blocks[-1][key] = value
+    return blocks
+
+
+def _words(value: str) -> set[str]:
+    return set() if value == "None" else set(value.split())
 
 
 class Pacman(Manager):
@@ -128,11 +176,97 @@ class Pacman(Manager):
             return None
         return super().converged(step)
 
+    def done(self, step: Step) -> bool:
+        # A listed name was no group when it was listed; what the list did to it is all this
+        # asks, so the groups are not read again (two pacman starts less per run).
+        return (step.name in self.installed()) == (step.state == "present")
+
     def effect(self, name: str, state: str) -> Effect | None:
-        # The module's own dry runs (`--needed` as it installs, `--remove` as it removes).
-        verb = ["-S", "--needed"] if state == "present" else ["-R"]
-        argv = ["pacman", *verb, "--print-format", "%n %n-%v", name]
-        return _matched(r"(\S+) (\S+)$", _lines(argv))
+        return _matched(DRY_LINE, _lines(_dry_run(state, [name])))
+
+    def effects(self, names: Sequence[str], state: str) -> dict[str, Effect | None]:
+        """One dry run of the names up to the first group (the module expands a group), and
+        their dependencies read once (``pacman -Si``, ``pacman -T``): each name's effect alone
+        is its package and what it needs that is not installed, followed through the
+        dependencies. Where pacman may have chosen between providers, or a dependency carries a
+        version, the names are left to their own dry runs. A name the repositories lack fails
+        alone as in the list."""
+        if state != "present":
+            return {}
+        groups = self.groups()
+        wanted = list(dict.fromkeys(itertools.takewhile(lambda n: n not in groups, names)))
+        found: dict[str, Effect | None] = {}
+        while len(wanted) > 1:
+            proc = _run(_dry_run(state, wanted))
+            if proc is None:
+                return found
+            if proc.returncode == 0:
+                break
+            missing = {m for m in NOT_FOUND.findall(proc.stderr) if m in wanted}
+            if not missing or len(missing) != len(proc.stderr.strip().splitlines()):
+                return found  # not only unknown names: each name's own dry run says which
+            found |= dict.fromkeys(missing)
+            wanted = [n for n in wanted if n not in missing]
+        else:
+            return found
+        rows = [line.split() for line in proc.stdout.splitlines()]
+        if any(len(r) != 3 for r in rows) or not set(wanted) <= {r[0] for r in rows}:
+            return found  # a name pacman resolved to another package (a provider)
+        lines = {name: line for name, line, _ in rows}
+        needs = self._needs([f"{repo}/{name}" for name, _, repo in rows], set(lines))
+        if needs is None:
+            return found
+        for name in wanted:
+            closure, todo = {name}, [name]
+            while todo:
+                for dep in needs[todo.pop()] - closure:
+                    closure.add(dep)
+                    todo.append(dep)
+            found[name] = {n: line for n, line in lines.items() if n in closure}
+        if set().union(*(found[n] or () for n in wanted)) != set(lines):
+            return {n: e for n, e in found.items() if e is None}  # pacman added more than asked
+        # Every dependency of these is a package of its own name no other package provides: a
+        # list of them changes what their own tasks would, whatever the order.
+        self.once("exact", set).update(wanted)
+        return found
+
+    def _needs(self, qualified: list[str], names: set[str]) -> dict[str, set[str]] | None:
+        """Each package's dependencies among ``names`` (the dry run's packages), where every
+        dependency is either installed already or one of them by its own name (no version, no
+        other package of them providing it); None otherwise."""
+        info = _lines(["pacman", "-Si", *qualified])
+        if info is None:
+            return None
+        fields = _info_fields(info)
+        keys = ("Name", "Depends On", "Provides", "Conflicts With", "Replaces")
+        if any(k not in f for f in fields for k in keys) or {f["Name"] for f in fields} != names:
+            return None
+        if any(f["Conflicts With"] != "None" or f["Replaces"] != "None" for f in fields):
+            return None  # a conflict or replacement removes what a later name may need
+        deps = {f["Name"]: _words(f["Depends On"]) for f in fields}
+        provided = {
+            given
+            for f in fields
+            for given in (re.split(r"[<>=]", p, maxsplit=1)[0] for p in _words(f["Provides"]))
+            if given != f["Name"]  # its own name is no other package's
+        }
+        asked = sorted(set().union(*deps.values()))
+        proc = _run(["pacman", "-T", *asked]) if asked else None
+        if asked and (proc is None or proc.returncode not in (0, 127)):
+            return None
+        missing = set(proc.stdout.split()) if proc is not None else set()
+        if not missing <= names or missing & provided:
+            return None  # a provider or a version stands for the dependency
+        return {name: d & missing for name, d in deps.items()}
+
+    def lists_mean_tasks(self, names: Sequence[str], state: str, effect: set[str]) -> bool:
+        """A list of names answered by one dry run together does (``effects``); else the
+        list's own dry run must change exactly what the names' own ones do: a dependency one
+        name's own task takes from a provider may come from another name of the list."""
+        if state == "present" and self.once("exact", set).issuperset(names):
+            return True
+        together = _matched(DRY_LINE, _lines(_dry_run(state, list(names))))
+        return together is not None and set(together) == effect
 
     def diff(self, state: str, lines: list[str]) -> str:
         """The module's diff: before and after as ``name-version`` lines (sorted when it

@@ -15,6 +15,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from nodemanager.kube import plain
 from nodemanager.kube.client import FIELD_MANAGER, ClientFactory
 from nodemanager.kube.errors import translate
 from nodemanager.kube.recorder import EventRecorder
@@ -93,14 +94,13 @@ class NodeClient:
         """One key of a Secret in the namespace, decoded; None when the Secret or key is absent.
         Raises KubeError (Forbidden without a grant)."""
         try:
-            secret = client.CoreV1Api(self.clients.get()).read_namespaced_secret(
-                name, self.namespace
-            )
+            path = plain.namespaced(plain.CORE, self.namespace, "secrets", name)
+            secret = plain.request(self.clients.get(), "GET", path)
         except ApiException as e:
             if e.status == 404:
                 return None
             raise translate(e) from e
-        value = (secret.data or {}).get(key)
+        value = (secret.get("data") or {}).get(key)
         return base64.b64decode(value).decode() if value else None
 
     def patch_status(self, status: Mapping[str, Any]) -> dict[str, Any]:

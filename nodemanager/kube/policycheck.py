@@ -18,6 +18,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from nodemanager.api.nodeuser import USER_PREFIX
+from nodemanager.kube import plain
 from nodemanager.kube.client import FIELD_MANAGER, ClientFactory
 from nodemanager.kube.nodes import GROUP, PLURAL, VERSION
 
@@ -37,17 +38,22 @@ def _managednode(api: client.ApiClient, namespace: str, name: str) -> None:
 
 
 def _event(api: client.ApiClient, namespace: str, name: str) -> None:
-    about = client.V1ObjectReference(
-        api_version=f"{GROUP}/{VERSION}", kind="ManagedNode", name=OTHER, namespace=namespace
-    )
-    body = client.CoreV1Event(
-        metadata=client.V1ObjectMeta(name=f"{OTHER}.self-test"),
-        involved_object=about,
-        reason="PolicySelfTest",
-        message="an Event about another node: must be refused",
-        type="Normal",
-    )
-    client.CoreV1Api(api).create_namespaced_event(namespace, body, dry_run="All")
+    body = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{OTHER}.self-test"},
+        "involvedObject": {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "ManagedNode",
+            "name": OTHER,
+            "namespace": namespace,
+        },
+        "reason": "PolicySelfTest",
+        "message": "an Event about another node: must be refused",
+        "type": "Normal",
+    }
+    path = plain.namespaced(plain.CORE, namespace, "events")
+    plain.request(api, "POST", path, body, dry_run="All")
 
 
 def _lease(api: client.ApiClient, namespace: str, name: str) -> None:
@@ -60,12 +66,15 @@ def _lease(api: client.ApiClient, namespace: str, name: str) -> None:
 
 def _token(api: client.ApiClient, namespace: str, name: str) -> None:
     # Unbound: never issued, as a dry-run, and refused by the policy before that.
-    body = client.AuthenticationV1TokenRequest(
-        spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=600)
+    body = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"audiences": [], "expirationSeconds": 600},
+    }
+    path = plain.namespaced(
+        plain.CORE, namespace, "serviceaccounts", f"nodemanager-{name}", "token"
     )
-    client.CoreV1Api(api).create_namespaced_service_account_token(
-        f"nodemanager-{name}", namespace, body, dry_run="All"
-    )
+    plain.request(api, "POST", path, body, dry_run="All")
 
 
 OTHER = "nodemanager-policy-self-test"  # no node can be named so (bootstrap/policy.py reserves it)

@@ -17,9 +17,9 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from nodemanager.kube import plain
 from nodemanager.kube.client import ClientFactory
 
 log = logging.getLogger(__name__)
@@ -67,35 +67,34 @@ class EventRecorder:
         type_ = "Warning" if warning else "Normal"
         message = message[:1024]
         name = self.event_name(involved["name"], involved["kind"], type_, reason, key)
-        core = client.CoreV1Api(self.clients.get())
+        api = self.clients.get()
         try:
             count = self._counts.get(name)
             if count is None:
                 try:
-                    self._create(core, name, involved, reason, message, type_)
+                    self._create(api, name, involved, reason, message, type_)
                     self._remember(name, 1)
                     return
                 except ApiException as e:
                     if e.status != 409:
                         raise
-                    count = self._patch(core, name, {"message": message}).count or 1
+                    count = self._patch(api, name, {"message": message}).get("count") or 1
             try:
-                self._patch(core, name, {"count": count + 1, "message": message})
+                self._patch(api, name, {"count": count + 1, "message": message})
                 self._remember(name, count + 1)
             except ApiException as e:
                 if e.status != 404:
                     raise
-                self._create(core, name, involved, reason, message, type_)  # expired (TTL)
+                self._create(api, name, involved, reason, message, type_)  # expired (TTL)
                 self._remember(name, 1)
         except Exception as e:  # an Event is a courtesy; the status carries the truth
             self._counts.pop(name, None)
             log.warning("could not record event %s on %s: %s", reason, involved["name"], e)
 
-    def _patch(self, core: client.CoreV1Api, name: str, change: dict[str, Any]) -> Any:
+    def _patch(self, api: Any, name: str, change: dict[str, Any]) -> dict[str, Any]:
         """Patch the Event (lastTimestamp is always now); the API answers with the Event."""
-        return core.patch_namespaced_event(
-            name, self.namespace, {**change, "lastTimestamp": _now()}
-        )
+        path = plain.namespaced(plain.CORE, self.namespace, "events", name)
+        return dict(plain.request(api, "PATCH", path, {**change, "lastTimestamp": _now()}))
 
     def _remember(self, name: str, count: int) -> None:
         self._counts.pop(name, None)
@@ -105,7 +104,7 @@ class EventRecorder:
 
     def _create(
         self,
-        core: client.CoreV1Api,
+        api: Any,
         name: str,
         involved: Mapping[str, Any],
         reason: str,
@@ -113,7 +112,6 @@ class EventRecorder:
         type_: str,
     ) -> None:
         stamp = _now()
-        # A plain dict: the client sends dicts as they are, though its hints name model classes.
         body: Any = {
             "apiVersion": "v1",
             "kind": "Event",
@@ -133,4 +131,4 @@ class EventRecorder:
             "count": 1,
             "source": {"component": self.component, **({"host": self.host} if self.host else {})},
         }
-        core.create_namespaced_event(self.namespace, body)
+        plain.request(api, "POST", plain.namespaced(plain.CORE, self.namespace, "events"), body)

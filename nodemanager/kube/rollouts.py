@@ -9,6 +9,7 @@ from typing import Any, cast
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from nodemanager.kube import plain
 from nodemanager.kube.client import ClientFactory
 from nodemanager.kube.errors import Temporary, translate
 from nodemanager.kube.nodes import GROUP, VERSION
@@ -45,14 +46,14 @@ class RolloutClient:
         return list(listing.get("items") or [])
 
     def revisions(self, configset: str, label: str) -> list[dict[str, Any]]:
-        api = self.clients.get()
+        path = plain.namespaced(plain.APPS, self.namespace, "controllerrevisions")
         try:
-            listing = client.AppsV1Api(api).list_namespaced_controller_revision(
-                self.namespace, label_selector=f"{label}={configset}"
+            listing = plain.request(
+                self.clients.get(), "GET", path, label_selector=f"{label}={configset}"
             )
         except ApiException as e:
             raise translate(e) from e
-        return list(api.sanitize_for_serialization(listing).get("items") or [])
+        return list(listing.get("items") or [])
 
     def set_paused(self, name: str, paused: bool) -> None:
         try:

@@ -11,6 +11,7 @@ from typing import Any
 from kubernetes import client
 
 from nodemanager.kube import kubeconfig as kubeconfig_file
+from nodemanager.kube import plain
 from nodemanager.kube.errors import KUBE_ERRORS, KubeError, translate
 
 
@@ -25,25 +26,22 @@ def request_token(
 
     With ``bound_secret`` (name, uid or None) the token is bound to that Secret: the API server
     rejects it once the Secret is deleted, which is how a node's tokens are revoked."""
-    ref = None
+    spec: dict[str, Any] = {"audiences": [], "expirationSeconds": seconds}
     if bound_secret:
         name, uid = bound_secret
-        ref = client.V1BoundObjectReference(api_version="v1", kind="Secret", name=name, uid=uid)
-    body = client.AuthenticationV1TokenRequest(
-        spec=client.V1TokenRequestSpec(
-            audiences=[], expiration_seconds=seconds, bound_object_ref=ref
-        )
-    )
+        ref = {"apiVersion": "v1", "kind": "Secret", "name": name}
+        spec["boundObjectRef"] = {**ref, "uid": uid} if uid else ref
+    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}
+    path = plain.namespaced(plain.CORE, namespace, "serviceaccounts", service_account, "token")
     try:
-        result = client.CoreV1Api(api).create_namespaced_service_account_token(
-            service_account, namespace, body
-        )
+        result = plain.request(api, "POST", path, body)
     except KUBE_ERRORS as e:
         raise translate(e) from e
-    status = result.status
-    if status is None or not status.token or status.expiration_timestamp is None:
+    status = result.get("status") or {}
+    if not status.get("token") or not status.get("expirationTimestamp"):
         raise KubeError("TokenRequest returned no token")
-    return status.token, status.expiration_timestamp
+    expires = dt.datetime.fromisoformat(status["expirationTimestamp"])
+    return status["token"], expires
 
 
 BINDING_TYPE = "nodemanager.io/token-binding"

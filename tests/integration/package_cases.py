@@ -39,6 +39,8 @@ CASES = [
     PackageCase(
         "fails-in-the-middle", [{"name": "nmt-f1"}, {"name": "nmt-nope"}, {"name": "nmt-f2"}]
     ),
+    # nmt-e1 needs nmtest-base, installed already: e1 alone is installed.
+    PackageCase("installed-dependency", [{"name": "nmt-e1"}]),
     PackageCase(
         "absent",
         [{"name": "nmt-r1", "ensure": "absent"}, {"name": "nmt-r2", "ensure": "absent"}],
@@ -47,6 +49,8 @@ CASES = [
     # nmt-d1 depends on nmt-d2: one at a time, d2 comes as d1's dependency and its own task
     # finds it there (ok, installed as a dependency).
     PackageCase("dependency-later", [{"name": "nmt-d1"}, {"name": "nmt-d2"}]),
+    # nmt-c1 needs nmt-c2, which needs nmt-c3: c3, listed after c1, comes with it (ok).
+    PackageCase("dependency-chain", [{"name": "nmt-c1"}, {"name": "nmt-c3"}]),
     # nmt-q1 depends on nmt-q2, both installed: q1 goes first, q2 then; the other way round,
     # removing q2 fails while q1 needs it.
     PackageCase(
@@ -54,14 +58,33 @@ CASES = [
         [{"name": "nmt-q2", "ensure": "absent"}, {"name": "nmt-q1", "ensure": "absent"}],
         before=["nmt-q1"],
     ),
+    # nmt-p1 and nmt-p2 provide nmt-prov, which nmt-pa needs: pa's own task takes the first
+    # provider, p1, and p2's task installs p2; one call for [pa, p2] would take p2 for pa and
+    # never install p1. The other way round (nmt-pb needs nmt-prov2 of p3 and p4, listed after
+    # p4), pb's own task finds nmt-prov2 provided and installs pb alone.
+    PackageCase(
+        "provide", [{"name": "nmt-pa"}, {"name": "nmt-p2"}, {"name": "nmt-p4"}, {"name": "nmt-pb"}]
+    ),
+    # A removal between: the names before and after it are separate runs of the walk.
+    PackageCase("absent-again", [{"name": "nmt-r3", "ensure": "absent"}], before=["nmt-r3"]),
+    # nmt-b1 needs a package no repository has: it fails on its own, saying so; b0 and b2 are in.
+    PackageCase("broken-dependency", [{"name": "nmt-b0"}, {"name": "nmt-b1"}, {"name": "nmt-b2"}]),
     # A group name: the module expands it; what follows it goes to the module name by name.
     PackageCase("group", [{"name": "nmt-g0"}, {"name": "nmt-grp"}, {"name": "nmt-g3"}]),
     PackageCase("latest", [{"name": "nmt-l1", "ensure": "latest"}, {"name": "nmt-l2"}], ["nmt-l1"]),
 ]
 # apt: no groups; a virtual name (provided by nmt-v1) instead. Removing nmt-q2 removes nmt-q1,
 # which needs it, too: nmt-q1's own task then finds it gone.
+PACMAN_ONLY = {
+    "group",
+    "installed-dependency",
+    "dependency-chain",
+    "provide",
+    "absent-again",
+    "broken-dependency",
+}
 APT_CASES = [
-    *(c for c in CASES if c.name != "group"),
+    *(c for c in CASES if c.name not in PACMAN_ONLY),
     PackageCase("virtual", [{"name": "nmt-v0"}, {"name": "nmt-virt"}, {"name": "nmt-v3"}]),
 ]
 # Built into the repository: name -> (depends, groups).
@@ -75,6 +98,20 @@ PACKAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "nmt-q1": (("nmt-q2",), ("nmtest",)),
     "nmt-g1": ((), ("nmtest", "nmt-grp")),
     "nmt-g2": ((), ("nmtest", "nmt-grp")),
+}
+# Only in pacman's repository: name -> (depends, provides).
+PACMAN_PACKAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    **{n: ((), ()) for n in "nmt-c3 nmt-r3 nmt-b0 nmt-b2".split()},
+    "nmt-e1": (("nmtest-base",), ()),
+    "nmt-c1": (("nmt-c2",), ()),
+    "nmt-c2": (("nmt-c3",), ()),
+    "nmt-p1": ((), ("nmt-prov",)),
+    "nmt-p2": ((), ("nmt-prov",)),
+    "nmt-pa": (("nmt-prov",), ()),
+    "nmt-p3": ((), ("nmt-prov2",)),
+    "nmt-p4": ((), ("nmt-prov2",)),
+    "nmt-pb": (("nmt-prov2",), ()),
+    "nmt-b1": (("nmt-nodep",), ()),
 }
 # apt's repository: name -> (depends, provides).
 DEBS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -90,6 +127,8 @@ DEBS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 def publish(repo: PacmanRepo, version: str = "1.0-1") -> None:
     for name, (depends, groups) in PACKAGES.items():
         repo.publish(version, name=name, depends=depends, groups=groups)
+    for name, (depends, provides) in PACMAN_PACKAGES.items():
+        repo.publish(version, name=name, depends=depends, provides=provides)
 
 
 def prepare(env: PacmanEnv, cases: list[PackageCase]) -> None:
@@ -142,10 +181,31 @@ def plan_of(sets: list[dict[str, Any]], family: str = "arch") -> Any:
     return build(merge([ConfigSet.from_dict(cs) for cs in sets]), family, "n")
 
 
+def effects_in(run: Run, names: list[str]) -> dict[str, Any]:
+    """In a side: what pacman's one question for ``names`` answers (``batched``: name -> its
+    effect, None for a failing name) beside each name's own dry run (``alone``)."""
+    given = json.dumps({"effects": names})
+    argv = ["env", "-C", str(REPO), sys.executable, "-m", "tests.integration.package_cases"]
+    proc = run(*argv, given, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    answers: dict[str, Any] = json.loads(proc.stdout.splitlines()[-1])
+    return answers
+
+
+def _effects(names: list[str]) -> dict[str, Any]:
+    from nodemanager.executor.managers import Pacman
+
+    batched = Pacman().effects(names, "present")
+    return {"batched": batched, "alone": {n: Pacman().effect(n, "present") for n in names}}
+
+
 def _main(arg: str) -> None:
     from nodemanager.executor.run import apply
 
     given = json.loads(arg)
+    if "effects" in given:
+        print(json.dumps(_effects(given["effects"])))
+        return
     result = apply(plan_of(given["configsets"], given["family"]), fast=given["fast"])
     keys = ("task", "status", "diff", "module", "message")
     print(json.dumps([{k: getattr(r, k) for k in keys} for r in result.results]))

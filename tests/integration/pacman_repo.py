@@ -26,6 +26,7 @@ def build_package(
     version: str,
     depends: tuple[str, ...] = (),
     groups: tuple[str, ...] = ("nmtest",),
+    provides: tuple[str, ...] = (),
 ) -> Path:
     """Build ``name-version-any.pkg.tar.gz`` installing /opt/nmtest/<name>/VERSION; add it."""
     root = workdir / f"build-{name}-{version}"
@@ -49,6 +50,7 @@ def build_package(
                 # which fails when no repo has any.
                 *(f"group = {g}" for g in groups),
                 *(f"depend = {d}" for d in depends),
+                *(f"provides = {p}" for p in provides),
             ]
         )
         + "\n"

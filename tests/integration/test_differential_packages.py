@@ -17,6 +17,7 @@ from tests.integration.package_cases import (
     CASES,
     apply_in,
     configsets,
+    effects_in,
     plan_of,
     prepare,
     publish,
@@ -68,7 +69,18 @@ def test_packages_mean_the_same_with_and_without_the_fast_path(tmp_path, repo):
     assert "nmt-nope" in by_task["package nmt-nope"]["message"]
     assert {by_task[f"package nmt-{n}"]["status"] for n in ("f1", "f2", "m1", "x2")} == {"changed"}
     assert by_task["package nmt-d2"]["status"] == "ok"  # came with nmt-d1
+    assert by_task["package nmt-c3"]["status"] == "ok"  # came with nmt-c1, through nmt-c2
     assert by_task["package nmt-q2"]["status"] == "failed"  # nmt-q1 still needed it
+    assert by_task["package nmt-b1"]["status"] == "failed"  # needs what no repository has
+    # Which names failed and why: the module's own words, as each name's own task says them.
+    slow_by_task = {r["task"].split(" | ")[-1]: r for r in slow}
+    failed = {t: r["message"] for t, r in by_task.items() if r["status"] == "failed"}
+    assert failed == {t: slow_by_task[t]["message"] for t in failed}
+    assert {by_task[f"package nmt-{n}"]["status"] for n in ("b0", "b2", "e1")} == {"changed"}
+    # Lists where they mean the same; a provider choice keeps each name's own task.
+    in_lists = {t for t, r in by_task.items() if r["message"].startswith("in one ")}
+    assert {"package nmt-m1", "package nmt-d1", "package nmt-c1", "package nmt-b0"} <= in_lists
+    assert not in_lists & {f"package nmt-{n}" for n in ("pa", "p2", "p4", "pb")}
 
     # Plain ansible-playbook on the render output ends in the same state.
     env = sides["plain"]
@@ -100,4 +112,37 @@ def test_packages_mean_the_same_with_and_without_the_fast_path(tmp_path, repo):
     to_module = sorted(
         r["task"].split(" | ")[-1] for r in again if r["module"] not in ("probe", "native")
     )
-    assert to_module == ["package nmt-grp", "package nmt-l1", "package nmt-nope", "package nmt-q2"]
+    failing = ["package nmt-b1", "package nmt-nope", "package nmt-q2"]
+    assert to_module == sorted([*failing, "package nmt-grp", "package nmt-l1"])
+
+
+# Runs of names of one state as the plan walks them: the first with a missing name among
+# installed and missing ones, then dependencies listed after their dependants, then providers.
+RUNS = [
+    ["nmt-m1", "nmt-x2", "nmt-x3", "nmt-f1", "nmt-nope", "nmt-f2", "nmt-e1"],
+    ["nmt-d1", "nmt-d2", "nmt-c1", "nmt-c3"],
+    ["nmt-c3", "nmt-c2", "nmt-c1"],
+    ["nmt-pa", "nmt-p2", "nmt-p4", "nmt-pb"],
+    ["nmt-p3", "nmt-pb"],
+    ["nmt-b0", "nmt-b1", "nmt-b2"],
+]
+
+
+def test_one_dry_run_answers_what_each_names_own_does(tmp_path, repo):
+    """pacman's one question for a run of names (a dry run of them all, their dependencies
+    read once) gives each name exactly its own dry run's answer, or leaves it to it."""
+    (tmp_path / "side").mkdir()
+    env = _side(tmp_path, repo, "side")
+    answered = {}
+    for names in RUNS:
+        got = effects_in(env.run, names)
+        for name, effect in got["batched"].items():
+            assert effect == got["alone"][name], name
+        answered[names[0]] = sorted(got["batched"])
+    # A name the repository lacks is answered (it fails) and so are the others beside it.
+    assert answered["nmt-m1"] == sorted(RUNS[0])
+    assert answered["nmt-d1"] == sorted(RUNS[1]) and answered["nmt-c3"] == sorted(RUNS[2])
+    # A dependency a provider stands for: pacman may choose differently for a list.
+    assert answered["nmt-pa"] == [] and answered["nmt-p3"] == []
+    # A dependency no repository has: each name's own dry run says which name fails.
+    assert answered["nmt-b0"] == []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from nodemanager.agent.grouplocks import GroupLockError, GroupLocks
@@ -39,6 +41,68 @@ class Node:
                 self.obj["status"].pop(k, None)
             else:
                 self.obj["status"][k] = v
+
+
+class SlowNode(Node):
+    """A Node whose first write matching ``hang`` blocks until ``go`` is set: an API call on
+    the wire while other threads go on."""
+
+    def __init__(self, spec, hang):
+        super().__init__(spec)
+        self.hang, self.hung, self.go = hang, threading.Event(), threading.Event()
+        self._lock = threading.Lock()
+
+    def write(self, patch):
+        if not self.hung.is_set() and self.hang(patch):
+            self.hung.set()
+            assert self.go.wait(60)
+        with self._lock:
+            super().write(patch)
+
+
+def _thread(target, *args):
+    t = threading.Thread(target=target, args=args, daemon=True)
+    t.start()
+    return t
+
+
+def test_a_slow_request_write_holds_no_other_caller_and_one_id_is_asked():
+    node = SlowNode({"pool": "db"}, hang=lambda patch: True)
+    slots = PoolSlots(Leases(), node.get, node.write)
+    first = _thread(slots.locker("OS upgrade").try_acquire, "")
+    try:
+        assert node.hung.wait(30)
+        # While the request is on the wire, the reconcile asks too: it waits for no write
+        # and writes no second request.
+        done = threading.Event()
+        _thread(lambda: (slots.locker("lock_group").try_acquire("web"), done.set()))
+        assert done.wait(30), "the second caller waited for the first one's write"
+    finally:
+        node.go.set()
+        first.join(30)
+    ids = {w["disruption"]["id"] for w in node.writes}
+    assert len(node.writes) == 1 and ids == {node.obj["status"]["disruption"]["id"]}
+
+
+def test_a_give_back_on_the_wire_does_not_remove_the_request_of_a_new_waiter():
+    node = SlowNode({"pool": "db"}, hang=lambda patch: patch["disruption"] is None)
+    slots = PoolSlots(Leases(), node.get, node.write)
+    upgrade, lock_group = slots.locker("OS upgrade"), slots.locker("lock_group")
+    assert upgrade.try_acquire("") == "the budget of pool db"
+    giving_back = _thread(upgrade.release, "")
+    try:
+        assert node.hung.wait(30)
+        # The reconcile asks while the upgrade's give-back is being written.
+        assert lock_group.try_acquire("web") == "the budget of pool db"
+    finally:
+        node.go.set()
+        giving_back.join(30)
+    assert not giving_back.is_alive()
+    # The last write is the waiter's request, not the give-back.
+    request = node.obj["status"].get("disruption")
+    assert request is not None and request["reason"] == "lock_group web", node.writes
+    lock_group.release("web")
+    assert "disruption" not in node.obj["status"]
 
 
 def test_without_a_pool_only_the_lease_counts():

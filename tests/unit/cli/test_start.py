@@ -26,7 +26,15 @@ print(json.dumps(sorted(loaded)), file=sys.stderr)
 
 
 @pytest.mark.parametrize(
-    "args", [["--version"], ["render", "--help"], ["completion", "bash"], ["--help"]]
+    "args",
+    [
+        ["--version"],
+        ["render", "--help"],
+        ["apply", "--help"],
+        ["run", "--help"],
+        ["completion", "bash"],
+        ["--help"],
+    ],
 )
 def test_no_heavy_import_without_the_api(args):
     proc = subprocess.run(

@@ -167,3 +167,27 @@ def test_the_manager_is_read_once_until_forget():
     m.forget()
     m.installed()
     assert len(reads) == 2
+
+
+def test_pacman_info_documented_output():
+    # `pacman -Si` (pacman 6.0): a field per line, a long list going on indented (COLUMNS set).
+    text = """Repository      : core
+Name            : bash
+Version         : 5.2.026-2
+Provides        : sh
+Depends On      : readline>=7.0  glibc
+                  ncurses
+Conflicts With  : None
+Replaces        : None
+Validated By    : SHA-256 Sum  Signature
+
+Repository      : extra
+Name            : vim
+Depends On      : None
+"""
+    bash, vim = managers._info_fields(text.splitlines())
+    assert bash["Name"] == "bash" and bash["Repository"] == "core"
+    assert managers._words(bash["Depends On"]) == {"readline>=7.0", "glibc", "ncurses"}
+    assert managers._words(bash["Provides"]) == {"sh"} and bash["Replaces"] == "None"
+    assert vim == {"Repository": "extra", "Name": "vim", "Depends On": "None"}
+    assert managers._words(vim["Depends On"]) == set()
