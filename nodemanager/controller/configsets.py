@@ -16,26 +16,19 @@ from typing import Any
 from nodemanager.controller import events, rollout, staging
 from nodemanager.controller.effects import Deferred, Effect, Outcome, Write
 from nodemanager.controller.summary import NodeView, configset_status, differs, progress_only
+from nodemanager.controller.written import StatusWrites
 from nodemanager.kube.recorder import involved
 
 
 @dataclass
-class Memory:
-    # What this replica wrote and the cache may not show yet, so a lagging watch never causes
-    # a second identical write; when it was written (progress writes are spaced).
-    written: dict[str, dict[str, Any]] = field(default_factory=dict)
-    written_at: dict[str, float] = field(default_factory=dict)
+class Memory(StatusWrites):
+    """The status writes the cache may not show yet (written.py), and the rollouts' state."""
+
+    METHOD = "patch_configset_status"
     # ConfigSet -> (revision, updated nodes, when that last changed): progress deadlines
     progress: dict[str, tuple[str, int, float]] = field(default_factory=dict)
     targets: dict[str, str] = field(default_factory=dict)  # revision the rollout last aimed at
     ready_marked: dict[tuple[str, str, str], str] = field(default_factory=dict)
-
-    def applied(self, name: str, outcome: Outcome, mono: float) -> None:
-        """Remember the status ``outcome`` wrote (call once its effects are done)."""
-        for effect in outcome.effects:
-            if isinstance(effect, Write) and effect.method == "patch_configset_status":
-                self.written[name] = effect.args[1]
-                self.written_at[name] = mono
 
 
 @dataclass(frozen=True)
@@ -61,11 +54,7 @@ def reconcile(
     ``gate``: the pools' budget this sync's rollouts share (controller/pools.py)."""
     name = raw["metadata"]["name"]
     cached = raw.get("status") or {}
-    written = memory.written.get(name)
-    if written is not None and not differs(written, cached):
-        del memory.written[name]  # the cache caught up
-        written = None
-    base = {**raw, "status": written if written is not None else cached}
+    base = {**raw, "status": memory.base(raw)}
     staged = staging.settings(raw, nodes, gate)
     effects: list[Effect] = []
     notes: list[events.Note] = []
@@ -106,8 +95,8 @@ def reconcile(
             staged.min_ready_seconds > 0 and step.extra["unavailable"] > 0
         )
     if differs(wanted, base["status"]):
-        since = mono - memory.written_at.get(name, float("-inf"))
-        if since < settings.progress_period and progress_only(wanted, base["status"]):
+        recent = memory.since(name, mono) < settings.progress_period
+        if recent and progress_only(wanted, base["status"]):
             waits = True  # a progress-only write waits: every agent's watch receives each one
         else:
             effects.append(Write("configset_status", "patch_configset_status", (name, wanted)))

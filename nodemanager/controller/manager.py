@@ -44,6 +44,7 @@ from nodemanager.controller.poolsync import reconcile as reconcile_pools
 from nodemanager.controller.retry import Gate
 from nodemanager.controller.serve import ControllerMetrics, serve
 from nodemanager.controller.summary import NodeView
+from nodemanager.controller.written import StatusWrites
 from nodemanager.kube import csr, watches
 from nodemanager.kube.client import ClientFactory
 from nodemanager.kube.election import LeaderElector
@@ -252,13 +253,7 @@ class Controller:
             revisions={r["metadata"]["name"] for r in self.informers["revisions"].items()},
         )
         for key, version, outcome in work:
-
-            def remember(
-                outcome: Outcome, result: Applied, key: str = key, rv: str = version
-            ) -> None:
-                name = key.removeprefix("NodePool/")
-                self._pools.applied(name, result.done, time.monotonic(), rv)
-
+            remember = _remembers(self._pools, key.removeprefix("NodePool/"), version)
             self._handle(key, version, outcome, remember)
         return budget
 
@@ -288,10 +283,9 @@ class Controller:
                     gate=budget,
                 )
 
-            def remember(outcome: Outcome, _: Applied, name: str = name) -> None:
-                self._configsets.applied(name, outcome, time.monotonic())
-
-            self._handle(f"ConfigSet/{name}", str(meta.get("resourceVersion", "")), one, remember)
+            version = str(meta.get("resourceVersion", ""))
+            remember = _remembers(self._configsets, name, version)
+            self._handle(f"ConfigSet/{name}", version, one, remember)
 
     def _prune(self, configsets: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> None:
         """Admissions of deleted, unstaged or unselected ConfigSets, one object each."""
@@ -540,6 +534,12 @@ class Controller:
     def shutdown(self) -> None:
         self.stop.set()
         self.dirty.set()
+
+
+def _remembers(memory: StatusWrites, name: str, version: str) -> Callable[[Outcome, Applied], None]:
+    """What ``_handle`` calls after a reconcile's writes went through: the status write the
+    server took is remembered with the version of the object it was computed from."""
+    return lambda _, result: memory.applied(name, result.done, time.monotonic(), version)
 
 
 def _message(outcome: Outcome) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 from nodemanager.api import InvalidObject
 from nodemanager.api.nodereport import set_condition
 from nodemanager.api.pool import CONFLICT_CONDITION, DEFAULT_POOL, NodePool, default_pool
-from nodemanager.controller.effects import Effect, Outcome, Write
+from nodemanager.controller.effects import Outcome, Write
 from nodemanager.controller.events import Note, names
 from nodemanager.controller.pools import (
     GRANT_FIELD,
@@ -31,6 +31,7 @@ from nodemanager.controller.pools import (
 )
 from nodemanager.controller.poolstatus import PoolCounts, counts, pool_status
 from nodemanager.controller.summary import NodeView, differs, progress_only
+from nodemanager.controller.written import StatusWrites
 from nodemanager.kube.recorder import involved
 
 log = logging.getLogger(__name__)
@@ -39,22 +40,12 @@ PLACEMENTS_PER_SYNC = 200
 
 
 @dataclass
-class PoolMemory:
-    # pool -> (status written, the pool's resourceVersion it was computed from): the cache may
-    # lag behind our write, but once it shows any other version the cache is the truth.
-    written: dict[str, tuple[dict[str, Any], str]] = field(default_factory=dict)
-    written_at: dict[str, float] = field(default_factory=dict)  # monotonic
+class PoolMemory(StatusWrites):
+    """The status writes the cache may not show yet (written.py), and the pools' state."""
+
+    METHOD = "patch_pool_status"
     progress: dict[str, tuple[int, float]] = field(default_factory=dict)  # (updated, since)
     warned: set[tuple[str, str]] = field(default_factory=set)  # (pool, resourceVersion)
-
-    def applied(
-        self, name: str, done: Sequence[Effect], mono: float, resource_version: str
-    ) -> None:
-        """Remember the status writes in ``done`` (the effects the server took, not skipped)."""
-        for effect in done:
-            if isinstance(effect, Write) and effect.method == "patch_pool_status":
-                self.written[name] = (effect.args[1], resource_version)
-                self.written_at[name] = mono
 
 
 def parse(
@@ -139,7 +130,7 @@ def reconcile(
         stalled, deadline_in = _stalled(memory, found, c, mono)
         limit = budget.limit(found.name)
         base, wanted = _status(raw, found, c, limit, memory, now, stalled, invalid.get(found.name))
-        since = mono - memory.written_at.get(found.name, float("-inf"))
+        since = memory.since(found.name, mono)
         if not differs(wanted, base):
             # Nothing to write now; the deadline's transition is due without any event.
             if deadline_in is None:
@@ -168,16 +159,7 @@ def _status(
     invalid: str | None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the status stored or just written, the status wanted)."""
-    cached = raw.get("status") or {}
-    written = memory.written.get(pool.name)
-    version = str(raw["metadata"].get("resourceVersion", ""))
-    # Our write is the base only while the cache still shows the version it was computed
-    # from; any newer version (ours arrived, or a spec edit, a relist, another writer) is the
-    # truth, or a status the server never kept would be compared against forever.
-    if written is not None and (written[1] != version or not differs(written[0], cached)):
-        del memory.written[pool.name]
-        written = None
-    base = {**raw, "status": written[0] if written is not None else cached}
+    base = {**raw, "status": memory.base(raw)}
     return base["status"], pool_status(base, pool, c, limit, now, stalled, invalid)
 
 

@@ -146,7 +146,7 @@ def test_a_plain_configset_wants_one_status_write_and_no_second_while_the_cache_
     assert outcome.requeue_after is None
     result = apply(outcome, fleet)
     assert result.error is None and fleet.statuses["web"]["updated"] == 1
-    memory.applied("web", outcome, 100.0)
+    memory.applied("web", result.done, 100.0, "1")
     assert run(raw, nodes, memory=memory).effects == ()  # the cache has not caught up yet
     raw["status"] = fleet.statuses["web"]
     assert run(raw, nodes, memory=memory).effects == ()  # it has
@@ -196,8 +196,7 @@ def test_a_progress_only_write_waits_and_asks_to_be_requeued():
     ]
     memory, fleet = Memory(), Fleet()
     first = run(raw, nodes, revisions, memory, mono=100.0)
-    apply(first, fleet)
-    memory.applied("web", first, 100.0)
+    memory.applied("web", apply(first, fleet).done, 100.0, "1")
     assert fleet.admissions == {"a": {"web": target}}
     nodes[0] = node("a", {"name": "web", "generation": 1, "revision": target, "error": ""},
                     admitted={"web": target})  # fmt: skip
@@ -297,3 +296,42 @@ def test_fencing_is_one_effect_per_lease_record_and_reports_each_step():
     fleet = Fleet()
     fleet.leases["a"] = {"spec": {**lease["spec"], "renewTime": "2026-01-01T11:01:00Z"}}
     assert apply(outcome, fleet).skipped and fleet.fenced == []  # renewed: alive
+
+
+def _seen(raw, status, rv):
+    """The cache shows the ConfigSet at resourceVersion ``rv`` with ``status``."""
+    raw["metadata"]["resourceVersion"] = rv
+    raw["status"] = status
+
+
+def test_a_status_the_cache_moved_past_is_the_base_not_the_write_remembered():
+    raw = configset("web")
+    nodes = [node("a", {"name": "web", "generation": 1, "error": ""})]
+    memory, fleet = Memory(), Fleet()
+    first = run(raw, nodes, memory=memory, mono=100.0)
+    memory.applied("web", apply(first, fleet).done, 100.0, "1")
+    wanted = fleet.statuses["web"]
+    assert run(raw, nodes, memory=memory, mono=200.0).effects == ()  # the cache lags: no write
+    # Someone else wrote the status after ours (kubectl edit, an older replica): the cache's
+    # newer version is what the server holds, so ours is written again.
+    _seen(raw, {**wanted, "updated": 0, "conditions": []}, "3")
+    again = run(raw, nodes, memory=memory, mono=300.0)
+    assert [e.method for e in again.effects] == ["patch_configset_status"]
+    assert again.effects[0].args[1]["updated"] == 1
+
+
+def test_a_skipped_write_or_a_recreated_configset_gets_its_status_written():
+    raw = configset("web")
+    nodes = [node("a", {"name": "web", "generation": 1, "error": ""})]
+    memory, fleet = Memory(), Fleet()
+    fleet.fail["patch_configset_status"] = Permanent("404 not found", status=404)
+    skipped = run(raw, nodes, memory=memory, mono=100.0)
+    result = apply(skipped, fleet)
+    assert result.error is None and result.skipped and fleet.statuses == {}
+    memory.applied("web", result.done, 100.0, "1")  # what the controller does after a sync
+    # Deleted (the 404) and re-created under the same name before the cache showed either:
+    # the new object has no status and gets one.
+    _seen(raw, {}, "9")
+    raw["metadata"]["uid"] = "u2"
+    fresh = run(raw, nodes, memory=memory, mono=101.0)
+    assert [e.method for e in fresh.effects] == ["patch_configset_status"]
