@@ -324,10 +324,10 @@ def syncs(controller) -> float:
     return float(re.search(r"^nodemanager_controller_syncs_total (\S+)$", text, re.M).group(1))
 
 
-def after_more_syncs(controller, n=3):
+def after_more_syncs(controller, n=3, timeout=60):
     """Wait until the controller synced the fleet ``n`` more times (it had every chance to act)."""
     start = syncs(controller)
-    eventually(lambda: syncs(controller) >= start + n, timeout=60)
+    eventually(lambda: syncs(controller) >= start + n, timeout=timeout)
 
 
 def test_staged_rollout_one_node_at_a_time_failure_undo_pause_resume(
