@@ -30,7 +30,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -117,16 +117,37 @@ async def measure(cp, controller: subprocess.Popen, metrics_port: int) -> dict:
                 return
             await asyncio.sleep(0.05)
 
-    async def placed() -> float:
-        """Seconds until the controller wrote every node's pool (its own count: a list of 5,000
-        nodes is itself a load) and the pools' status counts all of them."""
+    async def with_pool() -> int:
+        """How many ManagedNodes show a spec.pool, listed in pages (one list of 5,000 timed
+        out on the loaded server); -1 when a page failed."""
+        shown, token = 0, ""
+        while True:
+            query = urlencode({"limit": 500, **({"continue": token} if token else {})})
+            status, page = await admin.request("GET", f"{BASE}/managednodes?{query}")
+            if status != 200:
+                log(f"controller: listing nodes: {status} {page.get('message')}")
+                return -1
+            shown += sum("pool" in (n.get("spec") or {}) for n in page["items"])
+            token = page["metadata"].get("continue") or ""
+            if not token:
+                return shown
+
+    async def placed() -> tuple[float, float]:
+        """(seconds until every node shows its spec.pool and the pools' status counts all of
+        them, the controller's spec.pool writes by then). Nodes are listed only once its own
+        count says N writes (a list of 5,000 nodes is itself a load): a write repeated before
+        its node showed the first makes that count run ahead of the nodes placed."""
         t0 = time.perf_counter()
         while True:
             _, pools = await admin.request("GET", f"{BASE}/nodepools")
             counted = sum((p.get("status") or {}).get("nodes", 0) for p in pools["items"])
             done = requests(metrics_port).get("writes:pool", 0)
             if done >= AGENTS and counted == AGENTS:
-                return time.perf_counter() - t0
+                shown = await with_pool()
+                if shown == AGENTS:
+                    return time.perf_counter() - t0, done
+                log(f"controller: {done:g} spec.pool writes, {shown} of {AGENTS} nodes placed")
+                await asyncio.sleep(9)
             await asyncio.sleep(1)
 
     fleet = Fleet(AGENTS, host, port, ctx, by="generation")
@@ -138,8 +159,11 @@ async def measure(cp, controller: subprocess.Popen, metrics_port: int) -> dict:
         await fleet.until_reported(str(first), 1200)
         log(f"controller: {AGENTS} agents reported in {time.perf_counter() - started:.1f} s")
         await summarised(first)
-        placing = await placed()
-        log(f"controller: {AGENTS} nodes in {POOLS + 1} pools after {placing:.1f} s more")
+        placing, pool_writes = await placed()
+        log(
+            f"controller: {AGENTS} nodes in {POOLS + 1} pools after {placing:.1f} s more, "
+            f"{pool_writes:g} spec.pool writes"
+        )
         log(f"controller: status shows {AGENTS} updated; {REST_SECONDS:g} s at rest")
         with Meter(pids, metrics_port) as rest:
             await asyncio.sleep(REST_SECONDS)
@@ -180,6 +204,8 @@ async def measure(cp, controller: subprocess.Popen, metrics_port: int) -> dict:
         "manage_access": MANAGE_ACCESS,
         "pools": POOLS + 1,
         "placed_after_reported_seconds": placing,
+        "pool_writes_until_placed": pool_writes,  # one per node when none is repeated
+        "pool_writes_total": requests(metrics_port).get("writes:pool", 0),
         "repeats": REPEATS,
         "all_agents_reported_seconds_median": median("all_reported_seconds"),
         "configset_status_all_updated_seconds_median": median(

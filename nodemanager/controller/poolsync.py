@@ -4,7 +4,8 @@ grants and each pool's status, as outcomes (effects.py); never calls the API ser
 Runs before the ConfigSets in every sync and returns the ``Budget`` their rollouts draw from, so
 a disruption request and every staged ConfigSet share one count per pool. A grant is computed
 as if it succeeded (the budget counts it); one that fails is retried with its own backoff and
-the next sync recounts from the nodes.
+the next sync recounts from the nodes. A node spec write made and not yet in the cache is not
+made again (``PoolMemory.spec_written``): the cache lags behind a sync's writes under load.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 from nodemanager.api import InvalidObject
 from nodemanager.api.nodereport import set_condition
 from nodemanager.api.pool import CONFLICT_CONDITION, DEFAULT_POOL, NodePool, default_pool
-from nodemanager.controller.effects import Outcome, Write
+from nodemanager.controller.effects import Effect, Outcome, Write
 from nodemanager.controller.events import Note, names
 from nodemanager.controller.pools import (
     GRANT_FIELD,
@@ -37,6 +38,10 @@ from nodemanager.kube.recorder import involved
 log = logging.getLogger(__name__)
 Work = tuple[str, str, Outcome]  # (retry key, resourceVersion, outcome)
 PLACEMENTS_PER_SYNC = 200
+# A node spec write the cache has not shown this long after it was made is taken as lost (a
+# relist past it, an edit since, the node deleted and created again) and made again: the
+# timeout of ReplicaSet's expectations.
+SEEN_WITHIN = 300.0
 
 
 @dataclass
@@ -46,6 +51,34 @@ class PoolMemory(StatusWrites):
     METHOD = "patch_pool_status"
     progress: dict[str, tuple[int, float]] = field(default_factory=dict)  # (updated, since)
     warned: set[tuple[str, str]] = field(default_factory=set)  # (pool, resourceVersion)
+    # (what, node) -> (spec patch, when): node spec writes made and perhaps not in the cache
+    # yet. A sync computes from the cache; when the watch lags behind the last sync's writes
+    # (5,000 nodes on a loaded server), the same nodes look unplaced and were written again.
+    spec_written: dict[tuple[str, str], tuple[dict[str, Any], float]] = field(default_factory=dict)
+
+    def applied(
+        self, name: str, done: Sequence[Effect], mono: float, resource_version: str
+    ) -> None:
+        """Remember the writes in ``done`` (the effects the server took, not skipped)."""
+        super().applied(name, done, mono, resource_version)
+        for effect in done:
+            if isinstance(effect, Write) and effect.method == "patch_node_spec":
+                node, patch = effect.args
+                self.spec_written[(effect.what, node)] = (dict(patch), mono)
+
+    def unseen(self, what: str, node: str, patch: Mapping[str, Any], mono: float) -> bool:
+        """Whether this very ``patch`` was written to ``node`` less than SEEN_WITHIN ago (the
+        caller still wants it: the cache does not show it yet). Not written again then."""
+        prior = self.spec_written.get((what, node))
+        if prior is None or prior[0] != patch:
+            return False
+        if mono - prior[1] < SEEN_WITHIN:
+            return True
+        log.info(
+            "ManagedNode %s: %s written %.0f s ago is not in the cache; writing it again",
+            node, dict(patch), mono - prior[1],
+        )  # fmt: skip
+        return False
 
 
 def parse(
@@ -95,6 +128,16 @@ def reconcile(
     budget, why = Budget.of(pools, members, targets, dt.datetime.now(dt.UTC))
     raw_of = {n["metadata"]["name"]: n for n in nodes}
 
+    # Writes made and not in the cache yet stay remembered; the rest (shown, no longer
+    # wanted, node gone) are forgotten here. applied() adds this sync's.
+    unseen: dict[tuple[str, str], tuple[dict[str, Any], float]] = {}
+
+    def due(what: str, node: str, patch: dict[str, Any]) -> bool:
+        if memory.unseen(what, node, patch, mono):
+            unseen[(what, node)] = memory.spec_written[(what, node)]
+            return False
+        return True
+
     def on_node(node: str, what: str, spec: Mapping[str, Any], notes: tuple[Note, ...]) -> None:
         raw = raw_of[node]
         write = Write(what, "patch_node_spec", (node, dict(spec)))
@@ -104,7 +147,13 @@ def reconcile(
     # Spaced over syncs: after an upgrade every node needs its spec.pool once, and 5,000
     # writes in one sync would hold ConfigSet status and liveness back for minutes. The
     # budget does not wait for them (it reads labels); each write wakes the next sync.
-    placed = placements(members, budget.member, budget.conflicts, budget.pools, targets, revisions)
+    placed = [
+        (node, patch)
+        for node, patch in placements(
+            members, budget.member, budget.conflicts, budget.pools, targets, revisions
+        )
+        if due("pool", node, patch)
+    ]
     for node, patch in placed[:PLACEMENTS_PER_SYNC]:
         held = (_two_pools(node, budget.conflicts[node]),) if patch.get(POOL_FIELD) == "" else ()
         on_node(node, "pool", patch, held)
@@ -116,11 +165,11 @@ def reconcile(
             rv = str(raw_of[member.name]["metadata"].get("resourceVersion", ""))
             write = Write("pool_condition", "patch_node_conditions", (member.name, rv, conditions))
             work.append((f"pool_condition/{member.name}", rv, Outcome((write,))))
-    granted, revoked = grants(budget, members)
-    for node, request in granted:
-        on_node(node, "grant", {GRANT_FIELD: request}, ())
-    for node in revoked:
-        on_node(node, "grant", {GRANT_FIELD: None}, ())
+    granted, revoked = grants(budget, members)  # counted in the budget, written or not
+    for node, grant in [*granted, *((node, None) for node in revoked)]:
+        if due("grant", node, {GRANT_FIELD: grant}):
+            on_node(node, "grant", {GRANT_FIELD: grant}, ())
+    memory.spec_written = unseen
     parsed = {p.name: p for p in pools}
     for raw in raw_pools:
         found = parsed.get(raw["metadata"]["name"])

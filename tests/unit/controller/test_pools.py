@@ -453,3 +453,123 @@ def test_a_pool_with_a_bad_selector_says_so_and_selects_nothing():
     degraded = {c["type"]: c for c in status["conditions"]}["Degraded"]
     assert degraded["reason"] == "InvalidSpec"
     assert "spec.nodeSelector.matchExpressions[0].values: label value 'd b'" in degraded["message"]
+
+
+def _placing(raws, memory, mono):
+    """One pools reconcile over ``raws`` (the cache): the spec.pool writes it asks for."""
+    from nodemanager.controller.poolsync import reconcile
+    from nodemanager.controller.summary import NodeView
+
+    pool = {"metadata": {"name": "default", "resourceVersion": "1"}, "spec": {"maxUnavailable": 1}}
+    views = [NodeView.from_dict(r) for r in raws]
+    _, work = reconcile([pool], [], raws, views, memory, namespace="ns", now=STAMP, mono=mono)
+    return [o for key, _, o in work if key.startswith("pool/")]
+
+
+def test_a_placement_written_and_not_yet_in_the_cache_is_not_written_again():
+    from nodemanager.controller.poolsync import PLACEMENTS_PER_SYNC, PoolMemory
+
+    raws = [{"metadata": {"name": f"n{i:03d}", "labels": {}}, "spec": {}} for i in range(300)]
+    memory = PoolMemory()
+    first = _placing(raws, memory, 0.0)
+    assert len(first) == PLACEMENTS_PER_SYNC
+    for outcome in first:  # the server took them; the watch has not shown one yet
+        memory.applied("pool", outcome.effects, 0.0, "1")
+    second = _placing(raws, memory, 1.0)
+    names = [o.effects[0].args[0] for o in second]
+    assert names == [f"n{i:03d}" for i in range(PLACEMENTS_PER_SYNC, 300)]
+    for outcome in second:
+        memory.applied("pool", outcome.effects, 1.0, "1")
+    assert _placing(raws, memory, 2.0) == []  # at rest while the cache catches up
+    # The cache shows every write: nothing to write, nothing left remembered.
+    for raw in raws:
+        raw["spec"] = {"pool": "default"}
+    assert _placing(raws, memory, 3.0) == [] and memory.spec_written == {}
+    # A node whose pool is taken back (an edit, the node created again) is placed again.
+    raws[0]["spec"] = {}
+    assert [o.effects[0].args[0] for o in _placing(raws, memory, 4.0)] == ["n000"]
+
+
+def test_a_placement_never_shown_by_the_cache_is_written_again_after_a_while():
+    from nodemanager.controller.poolsync import SEEN_WITHIN, PoolMemory
+
+    raws = [{"metadata": {"name": "a", "labels": {}}, "spec": {}}]
+    memory = PoolMemory()
+    (first,) = _placing(raws, memory, 0.0)
+    memory.applied("pool/a", first.effects, 0.0, "1")
+    assert _placing(raws, memory, SEEN_WITHIN - 1) == []
+    (again,) = _placing(raws, memory, SEEN_WITHIN)  # lost (a relist past it, an edit since)
+    assert again.effects == first.effects
+
+
+def test_a_grant_written_and_not_yet_in_the_cache_is_not_written_again():
+    from nodemanager.controller.poolsync import PoolMemory, reconcile
+    from nodemanager.controller.summary import NodeView
+
+    raws = [
+        {
+            "metadata": {"name": "a", "labels": {}, "resourceVersion": "1"},
+            "spec": {"pool": "default"},
+            "status": {
+                "conditions": [{"type": "Ready", "status": "True"}],
+                "disruption": {"id": "r1", "reason": "OS upgrade"},
+            },
+        }
+    ]
+    pool = {"metadata": {"name": "default", "resourceVersion": "1"}, "spec": {"maxUnavailable": 1}}
+    memory = PoolMemory()
+
+    def grants(mono):
+        views = [NodeView.from_dict(r) for r in raws]
+        kw = {"namespace": "ns", "now": STAMP, "mono": mono}
+        budget, work = reconcile([pool], [], raws, views, memory, **kw)
+        assert budget.busy.get("default") == {"a"}  # counted whether written now or before
+        return [o for key, _, o in work if key.startswith("grant/")]
+
+    (first,) = grants(0.0)
+    memory.applied("grant/a", first.effects, 0.0, "1")
+    assert grants(1.0) == []
+    raws[0]["spec"]["disruptionGranted"] = "r1"
+    assert grants(2.0) == [] and memory.spec_written == {}
+
+
+def _merge(target, patch):
+    """A JSON merge patch (RFC 7386) as the API server applies it: null deletes."""
+    out = dict(target)
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict):
+            out[key] = _merge(out.get(key) if isinstance(out.get(key), dict) else {}, value)
+        else:
+            out[key] = value
+    return out
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {},
+        {"pool": "db"},
+        {"pool": "default", "poolFencing": {"enabled": True, "timeoutSeconds": 90}},
+        {"pool": "", "poolFencing": {"enabled": True, "timeoutSeconds": 60}},
+        {"pool": "db", "poolFencing": {"enabled": True}},  # stored by an older controller
+        {"pool": "staged", "poolStageAll": True},
+        {"pool": "default", "poolStageAll": True},
+    ],
+)
+def test_a_placement_as_the_server_stores_it_asks_for_nothing_more(spec):
+    fenced = pool("fenced", fencing={"enabled": True})  # timeoutSeconds defaulted: 60
+    staged = pool("staged", stageAll=True)
+    pools = {"default": pool("default"), "db": pool("db"), "fenced": fenced, "staged": staged}
+    for name, member, conflicts in [
+        ("a", {"a": "db"}, {}),
+        ("a", {"a": "fenced"}, {}),
+        ("a", {"a": "staged"}, {}),
+        ("a", {"a": "default"}, {}),
+        ("a", {}, {"a": ["db", "fenced"]}),
+    ]:
+        raw = {"metadata": {"name": name, "labels": {}}, "spec": spec}
+        (written,) = placements([Member.of(raw)], member, conflicts, pools) or [(name, {})]
+        stored = {**raw, "spec": _merge(spec, written[1])}
+        assert placements([Member.of(stored)], member, conflicts, pools) == []
