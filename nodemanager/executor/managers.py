@@ -162,12 +162,12 @@ class Pacman(Manager):
         return set(_lines(["pacman", "-Qq"]) or [])
 
     def groups(self) -> set[str]:
-        """Group names, in the repositories and installed: the module expands them."""
+        """Group names in the repositories: the module expands those (its package_list reads
+        ``available_groups``, from ``pacman -Sgg``); a group only installed packages carry is
+        a name like any other to it, so it is one here too."""
 
         def read() -> set[str]:
-            synced = [g.strip() for g in _lines(["pacman", "-Sg"]) or []]
-            local = [line.split()[0] for line in _lines(["pacman", "-Qg"]) or [] if line.strip()]
-            return {g for g in synced if g} | set(local)
+            return {g.strip() for g in _lines(["pacman", "-Sg"]) or [] if g.strip()}
 
         return self.once("groups", read)
 

@@ -72,6 +72,13 @@ CASES = [
     # A group name: the module expands it; what follows it goes to the module name by name.
     PackageCase("group", [{"name": "nmt-g0"}, {"name": "nmt-grp"}, {"name": "nmt-g3"}]),
     PackageCase("latest", [{"name": "nmt-l1", "ensure": "latest"}, {"name": "nmt-l2"}], ["nmt-l1"]),
+    # Groups only an installed package carries (nmt-lg 1.0; the repository's 1.1 has none): the
+    # module expands only the repositories' groups, so to it these are unknown names.
+    PackageCase(
+        "local-group",
+        [{"name": "nmt-lgrp-a", "ensure": "absent"}, {"name": "nmt-lgrp-p"}],
+        before=["nmt-lg"],
+    ),
 ]
 # apt: no groups; a virtual name (provided by nmt-v1) instead. Removing nmt-q2 removes nmt-q1,
 # which needs it, too: nmt-q1's own task then finds it gone.
@@ -82,6 +89,7 @@ PACMAN_ONLY = {
     "provide",
     "absent-again",
     "broken-dependency",
+    "local-group",
 }
 APT_CASES = [
     *(c for c in CASES if c.name not in PACMAN_ONLY),
@@ -98,6 +106,7 @@ PACKAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "nmt-q1": (("nmt-q2",), ("nmtest",)),
     "nmt-g1": ((), ("nmtest", "nmt-grp")),
     "nmt-g2": ((), ("nmtest", "nmt-grp")),
+    "nmt-lg": ((), ("nmtest", "nmt-lgrp-a", "nmt-lgrp-p")),
 }
 # Only in pacman's repository: name -> (depends, provides).
 PACMAN_PACKAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -115,7 +124,11 @@ PACMAN_PACKAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 # apt's repository: name -> (depends, provides).
 DEBS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    **{n: ((), ()) for n, (deps, _) in PACKAGES.items() if not deps and "-g" not in n},
+    **{
+        n: ((), ())
+        for n, (deps, groups) in PACKAGES.items()
+        if not deps and "-g" not in n and groups == ("nmtest",)
+    },
     "nmt-d1": (("nmt-d2",), ()),
     "nmt-q1": (("nmt-q2",), ()),
     "nmt-v0": ((), ()),

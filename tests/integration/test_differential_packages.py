@@ -51,6 +51,7 @@ def test_packages_mean_the_same_with_and_without_the_fast_path(tmp_path, repo):
         (tmp_path / name).mkdir()
         sides[name] = _side(tmp_path, repo, name)
     repo.publish("1.1-1", name="nmt-l1")  # installed at 1.0: latest has something to do
+    repo.publish("1.1-1", name="nmt-lg")  # its groups only installed now
     sets = {n: configsets(CASES, tmp_path / n) for n in sides}
     fast = apply_in(sides["fast"].run, sets["fast"], fast=True)
     slow = apply_in(sides["slow"].run, sets["slow"], fast=False)
@@ -72,6 +73,7 @@ def test_packages_mean_the_same_with_and_without_the_fast_path(tmp_path, repo):
     assert by_task["package nmt-c3"]["status"] == "ok"  # came with nmt-c1, through nmt-c2
     assert by_task["package nmt-q2"]["status"] == "failed"  # nmt-q1 still needed it
     assert by_task["package nmt-b1"]["status"] == "failed"  # needs what no repository has
+    assert by_task["package nmt-lgrp-a"]["module"] == "probe"  # an installed group: no package
     # Which names failed and why: the module's own words, as each name's own task says them.
     slow_by_task = {r["task"].split(" | ")[-1]: r for r in slow}
     failed = {t: r["message"] for t, r in by_task.items() if r["status"] == "failed"}
@@ -112,7 +114,7 @@ def test_packages_mean_the_same_with_and_without_the_fast_path(tmp_path, repo):
     to_module = sorted(
         r["task"].split(" | ")[-1] for r in again if r["module"] not in ("probe", "native")
     )
-    failing = ["package nmt-b1", "package nmt-nope", "package nmt-q2"]
+    failing = ["package nmt-b1", "package nmt-lgrp-p", "package nmt-nope", "package nmt-q2"]
     assert to_module == sorted([*failing, "package nmt-grp", "package nmt-l1"])
 
 
