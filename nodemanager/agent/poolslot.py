@@ -11,9 +11,11 @@ its slot back the request is removed and the controller frees the slot. Without 
 (no controller, or an older one) only the group Leases count, as upstream.
 
 One ``PoolSlots`` per agent: the upgrade and the reconcile share one request (one field), each
-through its own ``Locker`` view (``slots.locker("OS upgrade")``). The request is decided under a
-lock and written after it, by one caller at a time and always the newest, so a slow API call
-holds no other caller and a give-back on the wire never removes a request asked for meanwhile.
+through its own ``Locker`` view (``slots.locker("OS upgrade")``), which is also its holder of
+the group Leases (agent/sharedlease.py: a Lease both hold is given back by the last). The
+request is decided under a lock and written after it, by one caller at a time and always the
+newest, so a slow API call holds no other caller and a give-back on the wire never removes a
+request asked for meanwhile.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from nodemanager.agent.grouplocks import Locker
+from nodemanager.agent.sharedlease import SharedLeases
 
 log = logging.getLogger(__name__)
 POOL_FIELD, GRANT_FIELD, REQUEST_FIELD = "pool", "disruptionGranted", "disruption"
@@ -38,8 +41,9 @@ class PoolSlots:
         node: Callable[[], Mapping[str, Any] | None],
         write: Callable[[Mapping[str, Any]], object],
     ) -> None:
-        """``node``: this node's ManagedNode as last seen; ``write``: merge-patch its status."""
-        self.inner, self.node, self.write = inner, node, write
+        """``inner``: the group Leases (kube/locks.py), shared by this agent's holders;
+        ``node``: this node's ManagedNode as last seen; ``write``: merge-patch its status."""
+        self.leases, self.node, self.write = SharedLeases(inner), node, write
         self._lock = threading.Lock()  # guards the fields below; never held over a write
         self._wanted: dict[tuple[str, str], None] = {}  # (reason, name), in the order asked
         self._request = ""  # the id of the request this process wrote
@@ -74,7 +78,7 @@ class PoolSlots:
                 return f"the budget of pool {spec[POOL_FIELD] or '(selected by two pools)'}"
         if not name:
             return None  # a slot only: no group Lease to take
-        return self.inner.try_acquire(name, duration_seconds)
+        return self.leases.try_acquire(reason, name, duration_seconds)
 
     def _adopt(self, me: Mapping[str, Any]) -> str:
         """A request this node wrote before a restart (the reboot of an upgrade) is kept."""
@@ -83,7 +87,7 @@ class PoolSlots:
 
     def release(self, reason: str, name: str) -> None:
         if name:
-            self.inner.release(name)
+            self.leases.release(reason, name)
         with self._lock:
             self._wanted.pop((reason, name), None)
             if not self._wanted and (self._request or self._adopt(self._me())):

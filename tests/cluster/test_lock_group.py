@@ -9,6 +9,8 @@ import threading
 import pytest
 from kubernetes import client
 
+from nodemanager.agent.grouplocks import GroupLocks
+from nodemanager.agent.poolslot import PoolSlots
 from nodemanager.kube.client import ClientFactory
 from nodemanager.kube.locks import GroupLock
 from tests.cluster.helpers import eventually
@@ -54,6 +56,36 @@ def test_racing_nodes_never_both_hold_the_lease(kubeconfig, namespace):
         t.join()
     assert len(winners) == 1
     clients.close()
+
+
+def test_an_upgrade_group_and_a_lock_group_of_one_name_share_one_lease_per_agent(
+    kubeconfig, namespace
+):
+    """Both give back the Lease named after the group (upstream's name) as the node: the
+    first to finish must not free it while the other still works under it."""
+    clients = ClientFactory(kubeconfig)
+    slots = PoolSlots(GroupLock(clients, namespace, "a"), lambda: None, lambda patch: None)
+    upgrade = slots.locker("OS upgrade")
+    locks = GroupLocks(slots.locker("lock_group"), wait=lambda s: False, timeout=0, poll=0)
+    b = GroupLock(clients, namespace, "b")
+    try:
+        for first, last in (("upgrade", "lock_group"), ("lock_group", "upgrade")):
+            assert upgrade.try_acquire("shared", 300) is None
+            locks.acquire(["shared"])
+            if first == "upgrade":
+                upgrade.release("shared")
+            else:
+                locks.release()
+            assert b.try_acquire("shared", 60) == "a", f"{first} gave back what {last} holds"
+            if last == "upgrade":
+                upgrade.release("shared")
+            else:
+                locks.release()
+            assert b.try_acquire("shared", 60) is None  # the last holder gave it back
+            b.release("shared")
+    finally:
+        locks.release()
+        clients.close()
 
 
 def _unit(name: str, log: str) -> str:
