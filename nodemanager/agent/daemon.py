@@ -151,6 +151,7 @@ class Daemon:
             GroupLock(self.clients, opts.namespace, self.name),
             lambda: self.informers["self"].get(self.name),
             self.node_client.patch_status,
+            Path(opts.state_dir) / "pool-request",
         )
         self.upgrader = Upgrader(
             name=self.name,

@@ -16,6 +16,12 @@ the group Leases (agent/sharedlease.py: a Lease both hold is given back by the l
 request is decided under a lock and written after it, by one caller at a time and always the
 newest, so a slow API call holds no other caller and a give-back on the wire never removes a
 request asked for meanwhile.
+
+A request found in status after a restart (the reboot of an upgrade, a crash) is this agent's
+own only if its id is the one the agent recorded in its state dir before writing it: that one
+is kept (its grant holds across the reboot) or removed when nobody waits for it. Any other
+request (an operator's, written by hand) is never adopted or removed: the agent cannot tell
+whether someone still needs it. Ids, not clocks: a host's clock after a reboot may be wrong.
 """
 
 from __future__ import annotations
@@ -25,10 +31,12 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from nodemanager.agent.grouplocks import Locker
 from nodemanager.agent.sharedlease import SharedLeases
+from nodemanager.fsutil import write_atomic
 
 log = logging.getLogger(__name__)
 POOL_FIELD, GRANT_FIELD, REQUEST_FIELD = "pool", "disruptionGranted", "disruption"
@@ -40,10 +48,13 @@ class PoolSlots:
         inner: Locker,
         node: Callable[[], Mapping[str, Any] | None],
         write: Callable[[Mapping[str, Any]], object],
+        record: Path,
     ) -> None:
         """``inner``: the group Leases (kube/locks.py), shared by this agent's holders;
-        ``node``: this node's ManagedNode as last seen; ``write``: merge-patch its status."""
+        ``node``: this node's ManagedNode as last seen; ``write``: merge-patch its status;
+        ``record``: the file keeping the id of the last request this agent wrote."""
         self.leases, self.node, self.write = SharedLeases(inner), node, write
+        self.record = record
         self._lock = threading.Lock()  # guards the fields below; never held over a write
         self._wanted: dict[tuple[str, str], None] = {}  # (reason, name), in the order asked
         self._request = ""  # the id of the request this process wrote
@@ -68,7 +79,7 @@ class PoolSlots:
             with self._lock:
                 self._wanted[(reason, name)] = None
                 if not self._request:
-                    self._request = self._adopt(me) or uuid.uuid4().hex[:16]
+                    self._request = self._adopt(me) or self._new_id()
                     what = f"{reason} {name}".strip()
                     self._change({"id": self._request, "reason": what, "since": _now()})
                     log.info("asked pool %s for a disruption slot (%s)", spec[POOL_FIELD], what)
@@ -80,10 +91,23 @@ class PoolSlots:
             return None  # a slot only: no group Lease to take
         return self.leases.try_acquire(reason, name, duration_seconds)
 
+    def _new_id(self) -> str:
+        """A fresh request id, recorded before it is written (so a crash between the two
+        leaves nothing in status this agent would not recognise as its own)."""
+        request = uuid.uuid4().hex[:16]
+        write_atomic(self.record, request.encode(), mode=0o600)
+        return request
+
     def _adopt(self, me: Mapping[str, Any]) -> str:
-        """A request this node wrote before a restart (the reboot of an upgrade) is kept."""
+        """The id of the request in status if this agent wrote it before a restart (the
+        reboot of an upgrade, a crash), else "" (none, or someone else's)."""
         found = (me.get("status") or {}).get(REQUEST_FIELD)
-        return str(found.get("id") or "") if isinstance(found, Mapping) else ""
+        request = str(found.get("id") or "") if isinstance(found, Mapping) else ""
+        try:
+            recorded = self.record.read_text().strip()
+        except OSError:
+            return ""
+        return request if request and request == recorded else ""
 
     def release(self, reason: str, name: str) -> None:
         if name:
@@ -125,9 +149,9 @@ class PoolSlots:
             raise
 
     def tidy(self) -> None:
-        """Once, when this node's ManagedNode is first known: remove a request nobody in this
-        process waits for (left by a crash), since a slot granted to it would be held for
-        nothing. Only once: later requests are this process's own, or an operator's."""
+        """Once, when this node's ManagedNode is first known: remove this agent's own request
+        that nobody in this process waits for (left by a crash), since a slot granted to it
+        would be held for nothing. Only once: later requests are this process's own."""
         me = self.node()
         if self._tidied or not me:
             return

@@ -228,9 +228,11 @@ def test_default_pool_and_two_configsets_changed_together_share_the_pool_budget(
     ], printed
 
 
-def _slots(kubeconfig, ns, host) -> tuple[PoolSlots, ClientFactory]:
+def _slots(kubeconfig, ns, host, record: Path) -> tuple[PoolSlots, ClientFactory]:
     """The agent's own admission path (agent/poolslot.py over kube/locks.py and the node's
-    status writer), driven for ``host`` from the test: a real upgrade would reboot this box."""
+    status writer), driven for ``host`` from the test: a real upgrade would reboot this box.
+    ``host``'s real agent runs beside it and must leave this request alone (it did not write
+    it: its tidy once removed it, and the rollout went past the budget)."""
     clients = ClientFactory(kubeconfig)
     node = NodeClient(clients, ns, host)
     reader = config.new_client_from_config(kubeconfig)
@@ -241,6 +243,7 @@ def _slots(kubeconfig, ns, host) -> tuple[PoolSlots, ClientFactory]:
                 GROUP, VERSION, ns, "managednodes", host
             ),
             node.patch_status,
+            record,
         ),
         clients,
     )
@@ -251,7 +254,7 @@ def test_os_upgrade_and_lock_group_admission_path_share_the_budget_with_a_rollou
 ):
     name = "cfg"
     spec = settled_at_v1(api, pool_ns, pool_dir, name, pool_budget=1)
-    slots, clients = _slots(kubeconfig, pool_ns, HOSTS[0])
+    slots, clients = _slots(kubeconfig, pool_ns, HOSTS[0], pool_dir / "test-request")
     upgrade = slots.locker("OS upgrade")
     watcher = Disrupted(api, pool_ns, [name, "alpha", "beta"])
     try:

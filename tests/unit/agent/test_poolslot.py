@@ -66,9 +66,9 @@ def _thread(target, *args):
     return t
 
 
-def test_a_slow_request_write_holds_no_other_caller_and_one_id_is_asked():
+def test_a_slow_request_write_holds_no_other_caller_and_one_id_is_asked(tmp_path):
     node = SlowNode({"pool": "db"}, hang=lambda patch: True)
-    slots = PoolSlots(Leases(), node.get, node.write)
+    slots = PoolSlots(Leases(), node.get, node.write, tmp_path / "request")
     first = _thread(slots.locker("OS upgrade").try_acquire, "")
     try:
         assert node.hung.wait(30)
@@ -84,9 +84,9 @@ def test_a_slow_request_write_holds_no_other_caller_and_one_id_is_asked():
     assert len(node.writes) == 1 and ids == {node.obj["status"]["disruption"]["id"]}
 
 
-def test_a_give_back_on_the_wire_does_not_remove_the_request_of_a_new_waiter():
+def test_a_give_back_on_the_wire_does_not_remove_the_request_of_a_new_waiter(tmp_path):
     node = SlowNode({"pool": "db"}, hang=lambda patch: patch["disruption"] is None)
-    slots = PoolSlots(Leases(), node.get, node.write)
+    slots = PoolSlots(Leases(), node.get, node.write, tmp_path / "request")
     upgrade, lock_group = slots.locker("OS upgrade"), slots.locker("lock_group")
     assert upgrade.try_acquire("") == "the budget of pool db"
     giving_back = _thread(upgrade.release, "")
@@ -105,17 +105,17 @@ def test_a_give_back_on_the_wire_does_not_remove_the_request_of_a_new_waiter():
     assert "disruption" not in node.obj["status"]
 
 
-def test_without_a_pool_only_the_lease_counts():
+def test_without_a_pool_only_the_lease_counts(tmp_path):
     leases, node = Leases(), Node({})
-    slots = PoolSlots(leases, node.get, node.write)
+    slots = PoolSlots(leases, node.get, node.write, tmp_path / "request")
     assert slots.locker("lock_group").try_acquire("web") is None
     assert slots.locker("OS upgrade").try_acquire("") is None
     assert node.writes == [] and leases.calls == [("acquire", "web")]
 
 
-def test_a_pooled_node_asks_waits_for_the_grant_then_takes_the_lease_and_gives_back():
+def test_a_pooled_node_asks_waits_for_the_grant_then_takes_the_lease_and_gives_back(tmp_path):
     leases, node = Leases(), Node({"pool": "db"})
-    slots = PoolSlots(leases, node.get, node.write)
+    slots = PoolSlots(leases, node.get, node.write, tmp_path / "request")
     view = slots.locker("lock_group")
     assert view.try_acquire("web") == "the budget of pool db"
     request = node.obj["status"]["disruption"]
@@ -127,9 +127,9 @@ def test_a_pooled_node_asks_waits_for_the_grant_then_takes_the_lease_and_gives_b
     assert "disruption" not in node.obj["status"] and leases.calls[-1] == ("release", "web")
 
 
-def test_upgrade_and_lock_group_share_one_request():
+def test_upgrade_and_lock_group_share_one_request(tmp_path):
     leases, node = Leases(), Node({"pool": "default"})
-    slots = PoolSlots(leases, node.get, node.write)
+    slots = PoolSlots(leases, node.get, node.write, tmp_path / "request")
     up, lock = slots.locker("OS upgrade"), slots.locker("lock_group")
     up.try_acquire("")
     lock.try_acquire("web")
@@ -140,26 +140,46 @@ def test_upgrade_and_lock_group_share_one_request():
     assert "disruption" not in node.obj["status"]
 
 
-def test_a_request_left_by_a_restart_is_adopted_or_tidied():
-    node = Node({"pool": "default", "disruptionGranted": "old"})
-    node.obj["status"]["disruption"] = {"id": "old", "reason": "OS upgrade"}
-    slots = PoolSlots(Leases(), node.get, node.write)
-    assert slots.locker("OS upgrade").try_acquire("") is None  # the grant it had is kept
-    slots.locker("OS upgrade").release("")
+def test_a_request_left_by_a_restart_is_adopted_or_tidied(tmp_path):
+    record = tmp_path / "request"
+    node = Node({"pool": "default"})
+    slots = PoolSlots(Leases(), node.get, node.write, record)
+    assert slots.locker("OS upgrade").try_acquire("") == "the budget of pool default"
+    written = node.obj["status"]["disruption"]["id"]
+    assert record.read_text() == written  # recorded, so a restart knows it as its own
+    node.obj["spec"]["disruptionGranted"] = written
+    # The agent restarts (the reboot of an upgrade): the grant it had is kept.
+    after_reboot = PoolSlots(Leases(), node.get, node.write, record)
+    assert after_reboot.locker("OS upgrade").try_acquire("") is None
+    assert node.obj["status"]["disruption"]["id"] == written
+    after_reboot.locker("OS upgrade").release("")
     assert node.obj["status"] == {}
-    node.obj["status"]["disruption"] = {"id": "stale"}
-    fresh = PoolSlots(Leases(), node.get, node.write)
+    # A crash left its own request, nobody waits for it: tidied once.
+    node.obj["status"]["disruption"] = {"id": written}
+    fresh = PoolSlots(Leases(), node.get, node.write, record)
     fresh.tidy()
     assert node.obj["status"] == {}
     # Once only: a request written later (by this process or by hand) is left alone.
-    node.obj["status"]["disruption"] = {"id": "later"}
+    node.obj["status"]["disruption"] = {"id": written}
     fresh.tidy()
-    assert node.obj["status"]["disruption"] == {"id": "later"}
+    assert node.obj["status"]["disruption"] == {"id": written}
 
 
-def test_a_lock_group_that_times_out_withdraws_its_request():
+def test_a_request_this_agent_did_not_write_is_never_tidied_or_withdrawn(tmp_path):
+    """An operator's request (or one written by another process for this node) may still be
+    needed: the agent leaves it, however long after its start it appears."""
+    node = Node({"pool": "default", "disruptionGranted": "theirs"})
+    node.obj["status"]["disruption"] = {"id": "theirs", "reason": "maintenance"}
+    slots = PoolSlots(Leases(), node.get, node.write, tmp_path / "request")
+    slots.tidy()
+    slots.locker("lock_group").release("web")  # a withdrawal with nothing of its own asked
+    assert node.obj["status"]["disruption"] == {"id": "theirs", "reason": "maintenance"}
+    assert node.writes == []
+
+
+def test_a_lock_group_that_times_out_withdraws_its_request(tmp_path):
     node = Node({"pool": "default"})
-    slots = PoolSlots(Leases(), node.get, node.write)
+    slots = PoolSlots(Leases(), node.get, node.write, tmp_path / "request")
     locks = GroupLocks(slots.locker("lock_group"), wait=lambda s: False, timeout=0, poll=0)
     with pytest.raises(GroupLockError, match="budget of pool default"):
         locks.acquire(["web"])
