@@ -470,10 +470,13 @@ def ca_leftover(node: Node, path: str) -> bool:
     return bool(text) and text.startswith("-----BEGIN CERTIFICATE-----")
 
 
-def test_7_uninstall(fleet):
+def test_7_uninstall(fleet, admin):
     """Stop and disable, then remove what the README lists: the host is as it was, apart from
-    the managed files."""
-    for node in (by_name(fleet, ROTATED), by_name(fleet, "e2e-rc-1")):
+    the managed files. Then the README's cluster step, deleting the ManagedNode: a host gone
+    for good no longer counts as unavailable in its pool (it held the default pool's only slot,
+    so scenario 8's upgrade waited for it)."""
+    gone = (by_name(fleet, ROTATED), by_name(fleet, "e2e-rc-1"))
+    for node in gone:
         node.uninstall()
         assert node.agent_pid() is None and not node.service_active()
         assert not node.service_enabled()
@@ -491,6 +494,22 @@ def test_7_uninstall(fleet):
         assert not left, f"{node.name}: left behind or changed: {sorted(left)}"
         for path in INSTALLED[node.init]:
             assert not node.machine.path(path).exists(), path
+    custom = client.CustomObjectsApi(admin)
+    for node in gone:
+        custom.delete_namespaced_custom_object(GROUP, VERSION, NAMESPACE, "managednodes", node.name)
+
+    def freed() -> None:
+        pool = (
+            custom.get_namespaced_custom_object(
+                GROUP, VERSION, NAMESPACE, "nodepools", "default"
+            ).get("status")
+            or {}
+        )
+        assert not {n.name for n in gone} & set(pool.get("unavailableNodes") or []), pool
+        assert pool.get("nodes") == len(fleet) - len(gone), pool
+        return pool
+
+    eventually(freed, timeout=60, message="the uninstalled hosts left the default pool")
 
 
 UPGRADED = "e2e-deb-1"  # still installed after scenario 7
