@@ -699,3 +699,46 @@ def test_stage_all_stages_an_unstaged_configset_through_the_pool_budget(
         )
         custom(api).delete_namespaced_custom_object(GROUP, VERSION, pool_ns, "nodepools", "other")
         label(api, pool_ns, other, {"other": None})
+
+
+def test_a_deleted_node_leaves_its_pool(api, pool_ns, agents, controller):
+    """A host gone for good (its ManagedNode deleted, as the README's uninstall says) no longer
+    counts in its pool's status nor takes a slot of its budget."""
+    ghost = f"gone-{uuid.uuid4().hex[:4]}"  # no agent
+    put_pool(api, pool_ns, "ghosts", {"nodeSelector": {"matchLabels": {"ghost": "yes"}}})
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "ManagedNode",
+        "metadata": {"name": ghost, "labels": {"ghost": "yes"}},
+    }
+    custom(api).create_namespaced_custom_object(GROUP, VERSION, pool_ns, "managednodes", body)
+
+    def status() -> dict[str, Any]:
+        return get(api, pool_ns, "nodepools", "ghosts").get("status") or {}
+
+    eventually(lambda: status().get("nodes") == 1, timeout=60, message="the node counted")
+    custom(api).delete_namespaced_custom_object(GROUP, VERSION, pool_ns, "managednodes", ghost)
+
+    def gone():
+        s = status()
+        assert (s.get("nodes"), s.get("unavailable"), s.get("unavailableNodes")) == (0, 0, []), s
+        return s
+
+    try:
+        eventually(gone, timeout=60, message="the deleted node left its pool")
+    finally:
+        custom(api).delete_namespaced_custom_object(GROUP, VERSION, pool_ns, "nodepools", "ghosts")
+
+    # The same for a host that ran an agent (its Lease stays behind): the last test here.
+    host = HOSTS[-1]
+    pool = get(api, pool_ns, "managednodes", host)["spec"]["pool"]
+    before = get(api, pool_ns, "nodepools", pool)["status"]["nodes"]
+    assert agents[host].stop() == 0
+    custom(api).delete_namespaced_custom_object(GROUP, VERSION, pool_ns, "managednodes", host)
+
+    def left():
+        s = get(api, pool_ns, "nodepools", pool).get("status") or {}
+        assert s.get("nodes") == before - 1 and host not in s.get("unavailableNodes"), s
+        return s
+
+    eventually(left, timeout=90, message=f"{host} left pool {pool}")
