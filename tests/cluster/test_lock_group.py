@@ -59,12 +59,14 @@ def test_racing_nodes_never_both_hold_the_lease(kubeconfig, namespace):
 
 
 def test_an_upgrade_group_and_a_lock_group_of_one_name_share_one_lease_per_agent(
-    kubeconfig, namespace
+    kubeconfig, namespace, tmp_path
 ):
     """Both give back the Lease named after the group (upstream's name) as the node: the
     first to finish must not free it while the other still works under it."""
     clients = ClientFactory(kubeconfig)
-    slots = PoolSlots(GroupLock(clients, namespace, "a"), lambda: None, lambda patch: None)
+    slots = PoolSlots(
+        GroupLock(clients, namespace, "a"), lambda: None, lambda patch: None, tmp_path / "request"
+    )
     upgrade = slots.locker("OS upgrade")
     locks = GroupLocks(slots.locker("lock_group"), wait=lambda s: False, timeout=0, poll=0)
     b = GroupLock(clients, namespace, "b")

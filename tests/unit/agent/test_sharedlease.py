@@ -31,15 +31,17 @@ class Lease:
                 self.holder = "another node"
 
 
-def _agent(lease):
-    slots = PoolSlots(lease, lambda: None, lambda patch: None)  # no pool: only the Lease counts
+def _agent(lease, tmp_path):
+    slots = PoolSlots(
+        lease, lambda: None, lambda patch: None, tmp_path / "request"
+    )  # no pool: only the Lease counts
     locks = GroupLocks(slots.locker("lock_group"), wait=lambda s: False, timeout=0, poll=0)
     return slots.locker("OS upgrade"), locks
 
 
-def test_a_lock_group_giving_back_keeps_the_lease_the_upgrade_holds():
+def test_a_lock_group_giving_back_keeps_the_lease_the_upgrade_holds(tmp_path):
     lease = Lease()
-    upgrade, locks = _agent(lease)
+    upgrade, locks = _agent(lease, tmp_path)
     assert upgrade.try_acquire("web", 86400) is None
     locks.acquire(["web"])
     locks.release()
@@ -49,9 +51,9 @@ def test_a_lock_group_giving_back_keeps_the_lease_the_upgrade_holds():
     assert lease.holder == "another node"
 
 
-def test_an_upgrade_giving_back_keeps_the_lease_the_reconcile_holds():
+def test_an_upgrade_giving_back_keeps_the_lease_the_reconcile_holds(tmp_path):
     lease = Lease()
-    upgrade, locks = _agent(lease)
+    upgrade, locks = _agent(lease, tmp_path)
     locks.acquire(["web"])
     assert upgrade.try_acquire("web", 300) is None
     upgrade.release("web")
@@ -61,9 +63,9 @@ def test_an_upgrade_giving_back_keeps_the_lease_the_reconcile_holds():
     assert lease.holder == "another node"
 
 
-def test_withdrawing_a_lease_not_held_here_gives_back_only_when_nobody_holds_it():
+def test_withdrawing_a_lease_not_held_here_gives_back_only_when_nobody_holds_it(tmp_path):
     lease = Lease()
-    upgrade, locks = _agent(lease)
+    upgrade, locks = _agent(lease, tmp_path)
     assert upgrade.try_acquire("web", 300) is None
     locks.release("web")  # a lock_group that waited for "web" and gave up
     assert lease.holder == "me"
