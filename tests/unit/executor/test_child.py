@@ -67,3 +67,27 @@ def test_a_killed_agent_takes_the_workers_when_ansible_playbook_died_first(tmp_p
         assert not pids_of_run(run_dir), "the worker died with the agent"
     finally:
         kill_run(run_dir)
+
+
+def test_a_finished_child_is_closed_without_the_wait_and_a_running_one_is_ended():
+    import types
+
+    import pexpect
+
+    from nodemanager.executor import child
+
+    runner = types.SimpleNamespace(pexpect=pexpect)  # what ansible_runner.runner imports
+    child.install(runner)
+    try:
+        done = runner.pexpect.spawn("/bin/true")
+        while done.isalive():  # ansible-runner's loop, which reaps it
+            done.expect([pexpect.EOF, pexpect.TIMEOUT], timeout=5)
+        done.close()
+        assert done.ptyproc.delayafterclose == 0 and done.exitstatus == 0
+
+        running = runner.pexpect.spawn("sleep", ["300"])
+        running.close()
+        assert running.ptyproc.delayafterclose == 0.1  # pexpect's own wait, then it ends it
+        assert not running.isalive() and running.signalstatus is not None
+    finally:
+        child.reap_guards()
