@@ -339,5 +339,5 @@ def test_nodepool_max_unavailable_is_validated_and_columns_print(kubeconfig, api
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.splitlines()[0].split() == [
         "NAME", "NODES", "READY", "UPDATED", "UPDATING", "UNAVAILABLE", "DEGRADED",
-        "MAXUNAVAILABLE", "PAUSED", "AGE",
+        "MAXUNAVAILABLE", "PAUSED", "STAGEALL", "AGE",
     ]  # fmt: skip
