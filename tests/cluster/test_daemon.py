@@ -253,6 +253,13 @@ def test_nothing_changed_means_no_ansible_run_and_no_status_write(
         for_host(host, [{"path": str(tmp_path / "s"), "content": "s"}]),
     )
     applied(api_client, namespace, host, "steady")
+
+    def observed():  # the agent's first status may precede its cache of its own ManagedNode
+        n = node(api_client, namespace, host)
+        assert condition(n, "Applied")["observedGeneration"] == n["metadata"]["generation"], n
+        return n
+
+    eventually(observed, timeout=30, message="Applied observes the node's generation")
     eventually(lambda: agent.metric("nodemanager_status_writes_total") >= 1, timeout=10)
     runs, writes = (
         agent.metric("nodemanager_ansible_runs_total"),
