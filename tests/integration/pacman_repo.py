@@ -94,10 +94,11 @@ class PacmanEnv:
                 (self.payload_root, "/opt/nmtest"),
             )
         )
-        # pacman -Sy: the sync database is refreshed as on a host that ran `pacman -Sy` lately.
+        # The sync database is refreshed as on a host that ran `pacman -Sy` lately; -Syy, since
+        # -Sy compares whole-second mtimes and skips a database republished in the same second.
         script = (
             f"mkdir -p /var/cache/pacman/pkg /opt/nmtest && {mounts}"
-            ' && pacman -Sy --noconfirm >/dev/null && exec "$@"'
+            ' && pacman -Syy --noconfirm >/dev/null && exec "$@"'
         )
         return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh"]
 
