@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 NM     := $(VENV)/bin/nodemanager
 STAMP  := $(VENV)/.installed
 
-.PHONY: all deps venv collections demo test test-unit test-integration test-cluster lint \
+.PHONY: all deps venv collections builds thirdparty demo test test-unit test-integration test-cluster lint \
         controlplane dev-cluster dev-cluster-stop install run build release image bench clean e2e
 
 all: venv collections
@@ -30,9 +30,11 @@ demo: venv collections
 # libraries; makepkg also builds the release's Arch package), bmake (FreeBSD's make) to read the
 # release's port, openssl for certificates, debootstrap and systemd-nspawn for the real
 # systemd and OpenRC service tests, acl for the differential suite's ACL cases, umoci for the
-# controller image (deploy/image.py). Installed only when missing (needs root).
+# controller image (deploy/image.py); a C toolchain and libraries for apk and pkg
+# (tests/thirdparty.py). Installed only when missing (needs root).
 DEBS := etcd-server pacman-package-manager makepkg libarchive-tools zstd openssh-client iproute2 \
-        openssl debootstrap systemd-container wireguard-tools acl bmake umoci
+        openssl debootstrap systemd-container wireguard-tools acl bmake umoci \
+        build-essential libssl-dev zlib1g-dev libbsd-dev libarchive-dev m4
 deps:
 	@missing=$$(for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
@@ -41,7 +43,7 @@ deps:
 
 # The README's second command: the whole suite, including the real control plane tests; the
 # fleet in a box (tests/e2e, mostly waiting) runs beside the rest (tests/parallel.py).
-test: deps venv collections controlplane lint
+test: deps venv collections builds lint
 	$(PY) -m tests.parallel
 
 test-unit: venv
@@ -69,6 +71,18 @@ lint: venv
 # `go build`; the CSR tests sign with it); etcd comes from Debian's etcd-server.
 controlplane: deps venv
 	$(PY) -m tests.controlplane build
+
+# The real third parties the tests compare against (apk, pkg, upstream's agent), built from
+# ../shared/vendor into ~/.cache/nodemanager, keyed by the archives' digests; absent sources
+# are skipped with one line each.
+thirdparty: deps venv
+	$(PY) -m tests.thirdparty build
+
+# Every cached build at once: kube-apiserver's and the third parties' share nothing.
+builds: deps venv
+	$(PY) -m tests.controlplane build & cp=$$!; \
+	$(PY) -m tests.thirdparty build; tp=$$?; \
+	wait $$cp && exit $$tp
 
 dev-cluster: controlplane
 	$(PY) -m tests.controlplane start
