@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 NM     := $(VENV)/bin/nodemanager
 STAMP  := $(VENV)/.installed
 
-.PHONY: all deps venv collections builds thirdparty demo test test-unit test-integration test-cluster lint \
+.PHONY: all deps venv collections builds thirdparty demo docs docs-gen test test-unit test-integration test-cluster lint \
         controlplane dev-cluster dev-cluster-stop install run build release image bench clean e2e
 
 all: venv collections
@@ -43,8 +43,17 @@ deps:
 
 # The README's second command: the whole suite, including the real control plane tests; the
 # fleet in a box (tests/e2e, mostly waiting) runs beside the rest (tests/parallel.py).
-test: deps venv collections builds lint
+test: deps venv collections builds lint docs
 	$(PY) -m tests.parallel
+
+# The documentation site (docs/, mkdocs.yml) into build/site; --strict: a broken link or anchor,
+# or a page left out of the nav, fails. docs-gen rewrites docs/reference/ from the CRDs, the
+# click commands and the registered metrics (tests/unit/test_docs.py fails when it is stale).
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
+docs-gen: venv
+	$(PY) docs/gen.py
 
 test-unit: venv
 	$(PY) -m pytest tests/unit
