@@ -50,7 +50,7 @@ test: deps venv collections builds lint docs
 # or a page left out of the nav, fails. docs-gen rewrites docs/reference/ from the CRDs, the
 # click commands and the registered metrics (tests/unit/test_docs.py fails when it is stale).
 docs: venv
-	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 docs-gen: venv
 	$(PY) docs/gen.py

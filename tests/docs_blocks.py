@@ -41,6 +41,16 @@ class Block:
         return f"docs/{self.page}:{self.line}"
 
 
+SNIPPET = re.compile(r'^--8<-- "([^"]+)"$')
+
+
+def include(line: str) -> str:
+    """A block's line, or the file a snippet line (pymdownx.snippets) puts there, as the site
+    shows it: `examples/` holds what the docs include, so the test reads the file itself."""
+    match = SNIPPET.match(line)
+    return (ROOT / match.group(1)).read_text() if match else line
+
+
 def pages() -> list[Path]:
     return sorted(p for p in DOCS.rglob("*.md") if not str(p.relative_to(DOCS)).startswith(SKIP))
 
@@ -57,7 +67,10 @@ def blocks(page: Path) -> Iterator[Block]:
         end = next(
             i for i in range(index + 1, len(lines)) if lines[i].strip() == "```"
         )  # a fence always closes: mkdocs' strict build would show one that does not
-        body = "\n".join(x.removeprefix(indent) for x in lines[index + 1 : end]) + "\n"
+        body = (
+            "\n".join(include(x.removeprefix(indent)) for x in lines[index + 1 : end]).rstrip("\n")
+            + "\n"
+        )
         before = lines[index - 1].strip() if index else ""
         marker = MARKER.match(before)
         yield Block(
