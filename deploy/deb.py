@@ -14,6 +14,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from nodemanager.versionscheme import Version
+
 ROOT = Path(__file__).resolve().parents[1]
 DEB_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
 # ansible.builtin.apt respawns under the system Python with python3-apt.
@@ -55,7 +57,7 @@ fi
 def control(version: str, arch: str, size_kib: int) -> str:
     fields = {
         "Package": "nodemanager",
-        "Version": version.replace("+", "+git."),
+        "Version": Version.parse(version).dpkg(),
         "Architecture": DEB_ARCH[arch],
         "Maintainer": "nodemanager <nodemanager@localhost>",
         "Installed-Size": str(size_kib),
@@ -91,7 +93,7 @@ def build_deb(agent: Path, out_dir: Path, version: str, arch: str) -> Path:
             (root / "DEBIAN" / name).write_text(script)
             (root / "DEBIAN" / name).chmod(0o755)
         out_dir.mkdir(parents=True, exist_ok=True)
-        deb = out_dir / f"nodemanager_{version.replace('+', '+git.')}_{DEB_ARCH[arch]}.deb"
+        deb = out_dir / f"nodemanager_{Version.parse(version).dpkg()}_{DEB_ARCH[arch]}.deb"
         subprocess.run(
             ["dpkg-deb", "--root-owner-group", "-Zxz", "--build", str(root), str(deb)],
             check=True,

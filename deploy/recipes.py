@@ -63,22 +63,12 @@ def assign_make(text: str, values: dict[str, str]) -> str:
     return text
 
 
-def alpine_version(info: BuildInfo) -> str:
-    """apk's grammar has no local version: a build past a tag (`1.2.0+...`) is a snapshot,
-    `1.2.0_git<commit date>`, which apk orders after 1.2.0."""
-    base, _, local = info.version.partition("+")
-    if not re.fullmatch(r"\d+(\.\d+)*", base):
-        raise SystemExit(f"version {info.version}: Alpine takes only N.N.N before a '+'")
-    if not local:
-        return base
-    return f"{base}_git{info.date[:10].replace('-', '')}" if info.date[:4].isdigit() else base
-
-
-def pkgbuild(dist: Path, version: str, agents: dict[str, Path]) -> list[Path]:
+def pkgbuild(dist: Path, info: BuildInfo, agents: dict[str, Path]) -> list[Path]:
     service = dist / "nodemanager.service"
     shutil.copyfile(DEPLOY / "nodemanager.service", service)
     values: dict[str, str | list[str]] = {
-        "pkgver": version,
+        "pkgver": info.scheme().pacman(),
+        "_release": info.version,
         "arch": sorted(agents),
         "sha256sums": [digest(service)],
         "noextract": sorted(p.name for p in agents.values()),
@@ -96,7 +86,7 @@ def apkbuild(dist: Path, info: BuildInfo, agents: dict[str, Path]) -> list[Path]
     initd = dist / "nodemanager.initd"
     shutil.copyfile(DEPLOY / "nodemanager.openrc", initd)
     values: dict[str, str | list[str]] = {
-        "pkgver": alpine_version(info),
+        "pkgver": info.scheme().apk(),
         "arch": " ".join(sorted(agents)),
         "_release": info.version,
         "_sha512_initd": digest(initd, "sha512"),
@@ -115,14 +105,16 @@ def commit_time(info: BuildInfo) -> int:
 
 def port_files(info: BuildInfo, sdist: Path) -> dict[str, bytes]:
     """The port directory's files by path under the ports tree."""
-    version = sdist.name.removeprefix("nodemanager-").removesuffix(".tar.gz")
     distinfo = (
         f"TIMESTAMP = {commit_time(info)}\n"
         f"SHA256 ({sdist.name}) = {digest(sdist)}\n"
         f"SIZE ({sdist.name}) = {sdist.stat().st_size}\n"
     )
     rc = (DEPLOY / "nodemanager.rc").read_text().replace("/usr/local", "%%PREFIX%%")
-    makefile = assign_make((RECIPES / "freebsd" / "Makefile").read_text(), {"DISTVERSION": version})
+    makefile = assign_make(
+        (RECIPES / "freebsd" / "Makefile").read_text(),
+        {"PORTVERSION": info.scheme().freebsd(), "DISTNAME": sdist.name.removesuffix(".tar.gz")},
+    )
     return {
         f"{PORT}/Makefile": makefile.encode(),
         f"{PORT}/distinfo": distinfo.encode(),
@@ -153,6 +145,6 @@ def write(
         raise SystemExit(f"version {info.version!r}: not usable in a file name or recipe")
     glibc = {arch: p for (arch, libc), p in agents.items() if libc == "gnu"}
     musl = {arch: p for (arch, libc), p in agents.items() if libc == "musl"}
-    written = pkgbuild(dist, info.version, glibc) if glibc else []
+    written = pkgbuild(dist, info, glibc) if glibc else []
     written += apkbuild(dist, info, musl) if musl else []
     return [*written, freebsd_port(dist, info, sdist)]

@@ -53,6 +53,16 @@ def test_deb_installs_runs_and_purges_clean(debian):
     assert installed.returncode == 0, installed.stdout + installed.stderr
     unit = (merged / "lib/systemd/system/nodemanager.service").read_text()
     assert "ExecStart=/usr/bin/nodemanager " in unit
+    # Every program the unit runs is in the root the package installed into (with its
+    # Depends): `systemctl reload` once ran /bin/kill, which is procps's and not there.
+    programs = [
+        line.split("=", 1)[1].lstrip("-@:+!").split()[0]
+        for line in unit.splitlines()
+        if line.startswith(("ExecStart=", "ExecReload=", "ExecStop=", "ExecStartPre="))
+    ]
+    assert "/bin/sh" in programs, programs
+    absent = [p for p in programs if not os.path.lexists(merged / p.lstrip("/"))]
+    assert absent == [], f"the unit runs programs the root lacks: {absent}"
     version = subprocess.run(
         ["chroot", str(merged), "/usr/bin/nodemanager", "--version"],
         capture_output=True,

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from nodemanager.versionscheme import Version
 from tests import artifacts
 from tests.artifacts import ARCH, OTHER
 
@@ -42,6 +43,11 @@ def dist() -> Path:
 def release_version(dist: Path) -> str:
     agent = next(dist.glob(f"nodemanager-*-linux-{ARCH}"))
     return agent.name.removeprefix("nodemanager-").removesuffix(f"-linux-{ARCH}")
+
+
+def forms(version: str) -> Version:
+    """The release's version as the scheme's value (nodemanager/versionscheme.py)."""
+    return Version.parse(version)
 
 
 def run(*argv: str | Path, **kw) -> subprocess.CompletedProcess:
@@ -75,7 +81,7 @@ def test_makepkg_builds_the_arch_package_as_a_user(dist, user_dir):
     env = {"PATH": "/usr/bin:/bin", "HOME": str(build), "PKGEXT": ".pkg.tar"}
     run("runuser", "-u", "nobody", "--", "env", "-i", *(f"{k}={v}" for k, v in env.items()),
         "makepkg", "--nodeps", "--noconfirm", "--noprogressbar", cwd=build)  # fmt: skip
-    package = build / f"nodemanager-{version}-1-{ARCH}.pkg.tar"
+    package = build / f"nodemanager-{forms(version).pacman()}-1-{ARCH}.pkg.tar"
     listing = run("bsdtar", "-tvf", package).stdout.splitlines()
     entries = {line.split()[-1]: line.split()[0] for line in listing}
     assert {name for name in entries if not name.startswith(".")} == {
@@ -92,7 +98,7 @@ def test_makepkg_builds_the_arch_package_as_a_user(dist, user_dir):
     assert entries["etc/nodemanager/"] == "drwx------"  # the kubeconfig's directory
     assert entries["usr/bin/nodemanager"] == "-rwxr-xr-x"
     info = run("bsdtar", "-xOf", package, ".PKGINFO").stdout
-    assert f"pkgver = {version}-1\n" in info
+    assert f"pkgver = {forms(version).pacman()}-1\n" in info
     assert "depend = python>=3.11\n" in info and "depend = python<3.14\n" in info
     unit = run("bsdtar", "-xOf", package, "usr/lib/systemd/system/nodemanager.service").stdout
     assert SERVICE_LINE in unit
@@ -120,9 +126,7 @@ def test_apkbuild_sourced_verified_and_packaged(dist, tmp_path):
     env = {"PATH": "/usr/bin:/bin", "CARCH": OTHER, "srcdir": str(srcdir), "pkgdir": str(pkgdir)}
     out = run("sh", "-c", script, "apkbuild", dist, env=env).stdout.splitlines()
     pkgver, arch, source = out
-    # apk's version grammar: digits and dots, then suffixes such as _git<date>; no '+'
-    assert re.fullmatch(r"\d+(\.\d+)*(_git\d{8})?", pkgver), pkgver
-    assert pkgver.split("_")[0] == version.split("+")[0]
+    assert pkgver == forms(version).apk()  # apk's grammar: no '+' (versionscheme.py)
     assert arch.split() == [OTHER]
     assert source.split() == [f"nodemanager-{version}-linux-musl-{OTHER}", "nodemanager.initd"]
     tree = {str(p.relative_to(pkgdir)): stat.filemode(p.stat().st_mode) for p in pkgdir.rglob("*")}
@@ -168,11 +172,13 @@ def test_freebsd_port_parses_and_names_the_release(dist, tmp_path):
     mk.mkdir()
     for name in ("sys.mk", "bsd.port.mk"):  # make's own rules and the ports framework
         (mk / name).write_text("# not here\n")
-    names_values = ("PORTNAME", "DISTVERSION", "USE_RC_SUBR", "USE_PYTHON", "RUN_DEPENDS")
+    names_values = ("PORTNAME", "PORTVERSION", "DISTNAME", "USE_RC_SUBR", "USE_PYTHON")
+    names_values += ("RUN_DEPENDS",)
     query = [f"-V{name}" for name in names_values]
     values = run("bmake", "-m", mk, *query, cwd=port).stdout.splitlines()
     got = dict(zip(names_values, values, strict=True))
-    assert got["PORTNAME"] == "nodemanager" and got["DISTVERSION"] == version
+    assert got["PORTNAME"] == "nodemanager" and got["PORTVERSION"] == forms(version).freebsd()
+    assert got["DISTNAME"] == sdist.name.removesuffix(".tar.gz")
     assert got["USE_RC_SUBR"] == "nodemanager" and "pep517" in got["USE_PYTHON"].split()
     declared = {}
     for dep in got["RUN_DEPENDS"].split():
