@@ -1,11 +1,13 @@
 """`make build`: bin/nodemanager, one runnable file that carries its Python dependencies.
 
 The file is a zipapp (PEP 441) holding nodemanager with every dependency (pip install --target),
-the playbook skeletons and the Ansible collections. Compiled dependencies (PyYAML, MarkupSafe,
-cryptography) cannot be imported from a zip, so on first start the payload is unpacked once,
-atomically, into a directory keyed by the payload's hash and the Python minor; later starts only
-check that it is there. Each running agent holds a shared lock on its tree; a start removes the
-other trees no process holds, so an upgrade leaves one tree behind, not one per payload.
+the playbook skeletons and the Ansible collections, with LICENSE and THIRD-PARTY-NOTICES (every
+bundled package's and collection's license, deploy/licenses.py) at its top. Compiled
+dependencies (PyYAML, MarkupSafe, cryptography) cannot be imported from a zip, so on first start
+the payload is unpacked once, atomically, into a directory keyed by the payload's hash and the
+Python minor; later starts only check that it is there. Each running agent holds a shared lock on
+its tree; a start removes the other trees no process holds, so an upgrade leaves one tree
+behind, not one per payload.
 ansible-runner starts `ansible-playbook` as a process: the unpacked tree has a small
 `bin/ansible-playbook` written for the interpreter that runs the zipapp.
 
@@ -34,6 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from nodemanager.version import stamp  # noqa: E402  (the checkout's, standard library only)
+
+import licenses  # noqa: E402  (deploy/licenses.py: this directory is on sys.path when run)
 
 # The zipapp's entry point. It must only use the standard library: nothing else is importable
 # before the payload is unpacked.
@@ -215,6 +219,12 @@ def build(out: Path, arch: str = HOST[0], libc: str = HOST[1]) -> None:
             ignore=shutil.ignore_patterns("__pycache__", "tests", "docs"),
         )
         shutil.copytree(ROOT / "playbook_templates", payload / "playbook_templates")
+        # Beside __main__.py, at the zip's top (`unzip -p FILE LICENSE`): nodemanager's license
+        # and the notices of everything the payload bundles, read from the payload itself.
+        bundled = licenses.Files.of_dir(payload)
+        shutil.copyfile(ROOT / "LICENSE", app / "LICENSE")
+        notices = licenses.notices(licenses.components(bundled), bundled)
+        (app / "THIRD-PARTY-NOTICES").write_text(notices)
         (app / "__main__.py").write_text(
             BOOT.format(
                 payload_hash=tree_hash(payload), pythons=PYTHONS, multiarch=f"{arch}-linux-{libc}"

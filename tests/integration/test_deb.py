@@ -3,6 +3,7 @@ cache (a copy-on-write overlay, so the cache stays clean), the installed agent r
 root's own python3, and purge leaves no file of it behind."""
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +33,20 @@ def debian(tmp_path):
         yield lower, upper, merged
     finally:
         subprocess.run(["umount", str(merged)], check=True)
+
+
+def test_lintian_reports_no_error_on_the_deb():
+    """Debian's own linter over the release's package: errors are what Debian would reject
+    (no copyright file, a changelog that does not match the version, bad control fields)."""
+    if shutil.which("lintian") is None:
+        pytest.skip("lintian missing: `make deps` installs it")
+    package = next(artifacts.release().glob(f"nodemanager_*_{deb.DEB_ARCH[artifacts.ARCH]}.deb"))
+    done = subprocess.run(
+        ["lintian", "--tag-display-limit", "0", str(package)], capture_output=True, text=True
+    )
+    errors = [line for line in done.stdout.splitlines() if line.startswith("E:")]
+    assert errors == [], done.stdout
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_deb_installs_runs_and_purges_clean(debian):
