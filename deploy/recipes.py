@@ -195,18 +195,16 @@ def port_files(info: BuildInfo, sdist: Path, publisher: Publisher) -> dict[str, 
         f"SIZE ({sdist.name}) = {sdist.stat().st_size}\n"
     )
     rc = (DEPLOY / "nodemanager.rc").read_text().replace("/usr/local", "%%PREFIX%%")
-    www = f"WWW=\t\t{publisher.url}"  # a URL is no plain make value: checked by publisher.py
     makefile = assign_make(
         (RECIPES / "freebsd" / "Makefile").read_text(),
-        {
-            "PORTVERSION": info.scheme().freebsd(),
-            "DISTNAME": sdist.name.removesuffix(".tar.gz"),
-            "MAINTAINER": publisher.email,
-        },
+        {"PORTVERSION": info.scheme().freebsd(), "DISTNAME": sdist.name.removesuffix(".tar.gz")},
     )
-    makefile, count = re.subn(r"^WWW=\t+.*$", lambda _: www, makefile, flags=re.M)
-    if count != 1:
-        raise ValueError(f"WWW: {count} assignments in the port Makefile, expected one")
+    # An address and a URL are no plain make values: deploy/publisher.py checked them.
+    for name, value in (("MAINTAINER", publisher.email), ("WWW", publisher.url)):
+        line = f"{name}=\t{value}"
+        makefile, count = re.subn(rf"^{name}=\t+.*$", lambda _, x=line: x, makefile, flags=re.M)
+        if count != 1:
+            raise ValueError(f"{name}: {count} assignments in the port Makefile, expected one")
     return {
         f"{PORT}/Makefile": makefile.encode(),
         f"{PORT}/distinfo": distinfo.encode(),
