@@ -111,7 +111,8 @@ class Version:
         return f"{self.base}{dev}{'_git' if self.dirty else ''}"
 
     def freebsd(self) -> str:
-        """PORTVERSION for pkg's comparison: `.pre` sorts before the release, `.pl` (patch
-        level) after what it follows; no `-`, `_` or `,`: `1.2.1.pre3`, `1.2.1.pre3.pl1`."""
+        """PORTVERSION for pkg's comparison: `.pre` sorts before the release; a component of
+        letters alone sorts before none (pkg 2.8 ranks `1.0.pl1` below `1.0`), so a modified
+        tree is `.1dirty`, a number first; no `-`, `_` or `,`: `1.2.1.pre3`, `1.2.1.pre3.1dirty`."""
         dev = f".pre{self.dev}" if self.dev is not None else ""
-        return f"{self.base}{dev}{'.pl1' if self.dirty else ''}"
+        return f"{self.base}{dev}{'.1dirty' if self.dirty else ''}"
