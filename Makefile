@@ -105,7 +105,8 @@ build: venv collections
 	$(PY) deploy/build.py bin/nodemanager
 
 # dist/: sdist, wheel, the agent file for each platform, the .debs, the controller image,
-# sbom.cdx.json and SHA256SUMS (deploy/release.py), the version stamped from git.
+# sbom.cdx.json and SHA256SUMS (deploy/release.py), the version stamped from git; the
+# maintainer and home page from deploy/publisher.toml (required: it stops in one line without).
 release: deps venv collections
 	$(PY) deploy/release.py dist
 
