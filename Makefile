@@ -30,10 +30,10 @@ demo: venv collections
 # libraries; makepkg also builds the release's Arch package), bmake (FreeBSD's make) to read the
 # release's port, openssl for certificates, debootstrap and systemd-nspawn for the real
 # systemd and OpenRC service tests, acl for the differential suite's ACL cases, umoci for the
-# controller image (deploy/image.py); a C toolchain and libraries for apk and pkg
+# controller image (deploy/image.py), lintian for the .deb; a C toolchain and libraries for apk and pkg
 # (tests/thirdparty.py). Installed only when missing (needs root).
 DEBS := etcd-server pacman-package-manager makepkg libarchive-tools zstd openssh-client iproute2 \
-        openssl debootstrap systemd-container wireguard-tools acl bmake umoci \
+        openssl debootstrap systemd-container wireguard-tools acl bmake umoci lintian \
         build-essential libssl-dev zlib1g-dev libbsd-dev libarchive-dev m4
 deps:
 	@missing=$$(for p in $(DEBS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -114,7 +114,8 @@ build: venv collections
 	$(PY) deploy/build.py bin/nodemanager
 
 # dist/: sdist, wheel, the agent file for each platform, the .debs, the controller image,
-# sbom.cdx.json and SHA256SUMS (deploy/release.py), the version stamped from git.
+# sbom.cdx.json and SHA256SUMS (deploy/release.py), the version stamped from git; the
+# maintainer and home page from deploy/publisher.toml (required: it stops in one line without).
 release: deps venv collections
 	$(PY) deploy/release.py dist
 

@@ -1,10 +1,14 @@
 """`make build`: bin/nodemanager, one runnable file that carries its Python dependencies.
 
 The file is a zipapp (PEP 441) holding nodemanager with every dependency (pip install --target),
-the playbook skeletons and the Ansible collections. Compiled dependencies (PyYAML, MarkupSafe,
-cryptography) cannot be imported from a zip, so on first start the payload is unpacked once,
-atomically, into a directory keyed by the payload's hash; later starts only check that it is
-there. ansible-runner starts `ansible-playbook` as a process: the unpacked tree has a small
+the playbook skeletons and the Ansible collections, with LICENSE and THIRD-PARTY-NOTICES (every
+bundled package's and collection's license, deploy/licenses.py) at its top. Compiled
+dependencies (PyYAML, MarkupSafe, cryptography) cannot be imported from a zip, so on first start
+the payload is unpacked once, atomically, into a directory keyed by the payload's hash and the
+Python minor; later starts only check that it is there. Each running agent holds a shared lock on
+its tree; a start removes the other trees no process holds, so an upgrade leaves one tree
+behind, not one per payload.
+ansible-runner starts `ansible-playbook` as a process: the unpacked tree has a small
 `bin/ansible-playbook` written for the interpreter that runs the zipapp.
 
 One file runs on every CPython in PYTHONS (the minors ansible-core 2.19 supports) of one
@@ -32,6 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from nodemanager.version import stamp  # noqa: E402  (the checkout's, standard library only)
+
+import licenses  # noqa: E402  (deploy/licenses.py: this directory is on sys.path when run)
 
 # The zipapp's entry point. It must only use the standard library: nothing else is importable
 # before the payload is unpacked.
@@ -69,8 +75,38 @@ def _cache_root():
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "nodemanager"
 
 
+# A shared lock on the tree for this process's life: a newer payload's start removes only
+# trees nobody holds (fcntl locks end with the process, however it ends).
+def _hold(target):
+    import fcntl
+    holder = open(target / ".complete", "rb")
+    fcntl.flock(holder, fcntl.LOCK_SH)
+    return holder
+
+
+# Every other unpacked tree (another payload, another Python minor) that no running process
+# holds: each payload left ~200 MB behind that nothing removed.
+def _remove_unused(keep):
+    import fcntl, shutil
+    for old in keep.parent.glob("app-*"):
+        if old == keep or old.name.startswith("."):
+            continue
+        try:
+            with open(old / ".complete", "rb") as probe:
+                fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                doomed = old.with_name(".remove-" + old.name)
+                os.rename(old, doomed)  # gone at once for a concurrent start, then removed
+        except OSError:
+            continue  # in use, half removed by another start, or not ours to judge
+        shutil.rmtree(doomed, ignore_errors=True)
+    for doomed in keep.parent.glob(".remove-app-*"):  # what an interrupted removal left
+        shutil.rmtree(doomed, ignore_errors=True)
+
+
 def _unpack():
-    target = _cache_root() / ("app-" + PAYLOAD_HASH[:16])
+    # Keyed by payload and Python minor: the ansible-playbook shim names this interpreter, and
+    # a Python upgraded in place to a new minor must not run the old minor's modules.
+    target = _cache_root() / ("app-%s-cp%d%d" % ((PAYLOAD_HASH[:16],) + sys.version_info[:2]))
     if (target / ".complete").exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
@@ -102,6 +138,8 @@ def _unpack():
 
 
 app = _unpack()
+_held = _hold(app)
+_remove_unused(app)
 sys.path[:0] = [str(app / site) for site in SITES]
 os.environ.setdefault("NODEMANAGER_COLLECTIONS_PATH", str(app / "collections"))
 os.environ.setdefault("NODEMANAGER_PLAYBOOK_TEMPLATES", str(app / "playbook_templates"))
@@ -181,6 +219,12 @@ def build(out: Path, arch: str = HOST[0], libc: str = HOST[1]) -> None:
             ignore=shutil.ignore_patterns("__pycache__", "tests", "docs"),
         )
         shutil.copytree(ROOT / "playbook_templates", payload / "playbook_templates")
+        # Beside __main__.py, at the zip's top (`unzip -p FILE LICENSE`): nodemanager's license
+        # and the notices of everything the payload bundles, read from the payload itself.
+        bundled = licenses.Files.of_dir(payload)
+        shutil.copyfile(ROOT / "LICENSE", app / "LICENSE")
+        notices = licenses.notices(licenses.components(bundled), bundled)
+        (app / "THIRD-PARTY-NOTICES").write_text(notices)
         (app / "__main__.py").write_text(
             BOOT.format(
                 payload_hash=tree_hash(payload), pythons=PYTHONS, multiarch=f"{arch}-linux-{libc}"

@@ -3,7 +3,9 @@
 The root is made here, as the test machines are, from Debian bookworm's own packages: the
 packages of its Python 3.11 (PACKAGES) are fetched with `apt-get download` and unpacked with
 `dpkg-deb -x`, no maintainer scripts, so the image holds no shell, package manager or
-coreutils. The agent file goes in as /usr/local/bin/nodemanager and is unpacked at build time
+coreutils; of their documentation only the copyright files stay. The agent file goes in as
+/usr/local/bin/nodemanager (its LICENSE and THIRD-PARTY-NOTICES in
+/usr/local/share/doc/nodemanager) and is unpacked at build time
 into /usr/lib/nodemanager (NODEMANAGER_UNPACK_DIR in the image's environment): the read-only
 root filesystem of deploy/controller.yaml leaves it nothing to write at run time. The modules
 nodemanager imports are compiled then too (a read-only root cannot cache bytecode; without it
@@ -105,8 +107,13 @@ def python_root(root: Path, debs: Path) -> list[tuple[str, str]]:
         run("dpkg-deb", "-x", deb, root)
         name, version = run("dpkg-deb", "-f", deb, "Package", "Version").splitlines()
         packages.append((name.split(": ", 1)[1], version.split(": ", 1)[1]))
-    for unused in ("usr/share/doc", "usr/share/man", "usr/share/lintian", "usr/share/binfmts"):
+    for unused in ("usr/share/man", "usr/share/lintian", "usr/share/binfmts"):
         shutil.rmtree(root / unused, ignore_errors=True)
+    # Of the packages' documentation only their copyright files stay: the licenses of what
+    # the image redistributes.
+    for doc in (root / "usr" / "share" / "doc").glob("*/*"):
+        if doc.name != "copyright":
+            shutil.rmtree(doc) if doc.is_dir() and not doc.is_symlink() else doc.unlink()
     (root / "usr" / "bin" / "python3").symlink_to(f"python{PYTHON}")
     (root / "etc" / "passwd").write_text(
         "root:x:0:0:root:/root:/usr/sbin/nologin\n"
@@ -127,6 +134,10 @@ def add_nodemanager(root: Path, agent: Path) -> None:
     # Unpacked, the file's entry point alone finds the payload: the zip (40 MB) can go.
     with zipfile.ZipFile(agent) as zipapp:
         target.write_bytes(f"#!/usr/bin/python{PYTHON}\n".encode() + zipapp.read("__main__.py"))
+        doc = root / "usr" / "local" / "share" / "doc" / "nodemanager"
+        doc.mkdir(parents=True)
+        for name in ("LICENSE", "THIRD-PARTY-NOTICES"):  # the zip's, which the image drops
+            (doc / name).write_bytes(zipapp.read(name))
     target.chmod(0o755)
     (app,) = (root / UNPACK_DIR.lstrip("/")).glob("app-*")
     for other in app.glob("site-cp*"):

@@ -12,9 +12,13 @@
   architecture's Debian packages).
 - `PKGBUILD`, `APKBUILD` (with the service files they install) and the FreeBSD port
   (deploy/recipes.py), filled in with this release's versions and checksums.
-- `sbom.cdx.json`: CycloneDX 1.5, one component per artifact, each listing the Python packages
-  it carries (name, version, purl), read from the artifact itself, not from the build's inputs;
-  the image's lists its agent file's and the Debian packages of its root.
+- `sbom.cdx.json`: CycloneDX 1.5, one component per artifact with the SPDX expression of what
+  it holds, each listing the Python packages and Ansible collections it carries (name, version,
+  purl, license), read from the artifact itself (a .deb's from the agent file inside it), not
+  from the build's inputs; the image's lists its agent file's and the Debian packages of its
+  root.
+- The maintainer and home page of every package come from deploy/publisher.toml (or
+  NODEMANAGER_MAINTAINER / NODEMANAGER_URL); a release refuses to build without them.
 - `SHA256SUMS`: `sha256sum -c` format over every other file.
 
 Usage: python deploy/release.py [DIST [ARCH-LIBC ...]]  (default: every target)
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -36,19 +41,15 @@ from nodemanager.version import release_info
 import build as agent_build  # deploy/build.py (this directory is on sys.path when run)
 import deb  # deploy/deb.py
 import image  # deploy/image.py
+import licenses  # deploy/licenses.py
+import publisher as publishers  # deploy/publisher.py
 import recipes  # deploy/recipes.py
 
 ROOT = agent_build.ROOT
-DIST_INFO = re.compile(r"(?:^|/)([^/]+)-([^/-]+)\.dist-info/METADATA$")
+# Set by the test suite (tests/artifacts.py): example.org maintainers pass; a real release's not.
+TEST_PUBLISHER = "NODEMANAGER_TEST_RELEASE"
 TAG = re.compile(r"\.cpython-3\d+-([a-z0-9_]+)-linux-([a-z]+)\.so$")
 ELF_MACHINE = {62: "x86_64", 183: "aarch64"}  # e_machine of the ELF header
-
-
-def python_packages(archive: Path) -> list[tuple[str, str]]:
-    """(name, version) of every distribution whose METADATA the zip or wheel holds, each once."""
-    with zipfile.ZipFile(archive) as zf:
-        found = {m.groups() for name in zf.namelist() if (m := DIST_INFO.search(name))}
-    return sorted(found)
 
 
 def foreign_extensions(archive: Path, arch: str, libc: str = "gnu") -> list[str]:
@@ -89,38 +90,61 @@ def backend_build(kind: str, dist: Path) -> Path:
     return dist / name
 
 
-def pypi(packages: list[tuple[str, str]]) -> list[tuple[str, str, str]]:
-    """(name, version, purl) of Python distributions."""
-    return [(n, v, f"pkg:pypi/{n.lower().replace('_', '-')}@{v}") for n, v in packages]
+def contents(artifact: Path) -> list[licenses.Component]:
+    """The Python packages and Ansible collections an artifact carries, read from it: a zip
+    (the agent files, the wheel), a tar (the sdist) or a .deb (the agent file inside it)."""
+    if artifact.suffix == ".deb":
+        with tempfile.TemporaryDirectory(prefix="nodemanager-sbom-") as tmp:
+            subprocess.run(["dpkg-deb", "-x", str(artifact), tmp], check=True)
+            return licenses.components(
+                licenses.Files.of_zip(Path(tmp) / "usr" / "bin" / "nodemanager")
+            )
+    if artifact.name.endswith(".tar.gz"):
+        return licenses.components(licenses.Files.of_tar(artifact))
+    return licenses.components(licenses.Files.of_zip(artifact))
+
+
+def _library(owner: str, c: licenses.Component) -> dict[str, object]:
+    return {
+        "type": "library",
+        "bom-ref": f"{owner}/{c.name}",
+        "name": c.name,
+        "version": c.version,
+        "purl": c.purl,
+        "licenses": [{"expression": c.license}],
+        "properties": [{"name": "nodemanager:kind", "value": c.kind}],
+    }
+
+
+def _debian(owner: str, name: str, version: str) -> dict[str, object]:
+    purl = f"pkg:deb/debian/{name}@{version}?distro=debian-12"
+    return {"type": "library", "bom-ref": f"{owner}/{name}", "name": name, "version": version,
+            "purl": purl, "properties": [{"name": "nodemanager:kind", "value": "deb"}]}  # fmt: skip
 
 
 def sbom(
     artifacts: list[Path],
     version: str,
-    contents: dict[Path, list[tuple[str, str, str]]] | None = None,
+    debian: dict[Path, list[tuple[str, str]]] | None = None,
+    carried: dict[Path, Path] | None = None,
 ) -> dict[str, object]:
-    """``contents``: (name, version, purl) an artifact holds where it is no zip to read them
-    from (the image); the zips' Python packages are read from them."""
+    """CycloneDX 1.5: one component per artifact, with the SPDX expression of the whole and a
+    library for each Python package and Ansible collection it carries (with its license), read
+    from the artifact. ``carried``: an artifact whose contents are another's (the image holds
+    its agent file, unpacked); ``debian``: the Debian packages of an artifact's root."""
 
     def component(artifact: Path) -> dict[str, object]:
-        zipped = artifact.suffix not in (".gz", ".deb", ".tar")
-        packages = pypi(python_packages(artifact)) if zipped else []
+        parts = contents((carried or {}).get(artifact, artifact))
+        libraries = [_library(artifact.name, c) for c in parts]
+        libraries += [_debian(artifact.name, *d) for d in (debian or {}).get(artifact, [])]
         return {
             "type": "application",
             "bom-ref": artifact.name,
             "name": artifact.name,
             "version": version,
             "hashes": [{"alg": "SHA-256", "content": sha256(artifact)}],
-            "components": [
-                {
-                    "type": "library",
-                    "bom-ref": f"{artifact.name}/{name}",
-                    "name": name,
-                    "version": pkg_version,
-                    "purl": purl,
-                }
-                for name, pkg_version, purl in packages + (contents or {}).get(artifact, [])
-            ],
+            "licenses": [{"expression": licenses.expression(parts)}],
+            "components": libraries,
         }
 
     return {
@@ -128,7 +152,12 @@ def sbom(
         "specVersion": "1.5",
         "version": 1,
         "metadata": {
-            "component": {"type": "application", "name": "nodemanager", "version": version}
+            "component": {
+                "type": "application",
+                "name": "nodemanager",
+                "version": version,
+                "licenses": [{"expression": licenses.OWN}],
+            }
         },
         "components": [component(a) for a in artifacts],
     }
@@ -149,10 +178,12 @@ def agent_name(version: str, arch: str, libc: str) -> str:
 def release(dist: Path, targets: tuple[tuple[str, str], ...] = agent_build.TARGETS) -> list[Path]:
     dist.mkdir(parents=True, exist_ok=True)
     info = release_info(ROOT)
+    publisher = publishers.load(allow_placeholders=bool(os.environ.get(TEST_PUBLISHER)))
     sdist = backend_build("sdist", dist)
     artifacts = [sdist, backend_build("wheel", dist)]
     agents = {}
-    contents: dict[Path, list[tuple[str, str, str]]] = {}
+    debian: dict[Path, list[tuple[str, str]]] = {}
+    carried: dict[Path, Path] = {}
     for arch, libc in targets:
         agent = agents[arch, libc] = dist / agent_name(info.version, arch, libc)
         agent_build.build(agent, arch, libc)
@@ -160,17 +191,15 @@ def release(dist: Path, targets: tuple[tuple[str, str], ...] = agent_build.TARGE
             raise SystemExit(f"{agent.name} carries modules of another platform: {foreign[:5]}")
         artifacts.append(agent)
         if libc == "gnu":
-            artifacts.append(deb.build_deb(agent, dist, info.version, arch))
+            package = deb.build_deb(agent, dist, info.version, arch, publisher, info.date)
+            artifacts.append(package)
         if (arch, libc) == (agent_build.HOST[0], "gnu"):
             oci, debs = image.build(agent, dist, info.version)
             artifacts.append(oci)
-            contents[oci] = pypi(python_packages(agent)) + [
-                (name, pkg_version, f"pkg:deb/debian/{name}@{pkg_version}?distro=debian-12")
-                for name, pkg_version in debs
-            ]
+            carried[oci], debian[oci] = agent, debs
     bom = dist / "sbom.cdx.json"
-    bom.write_text(json.dumps(sbom(artifacts, info.version, contents), indent=2) + "\n")
-    written = recipes.write(dist, info, sdist, agents)
+    bom.write_text(json.dumps(sbom(artifacts, info.version, debian, carried), indent=2) + "\n")
+    written = recipes.write(dist, info, sdist, agents, publisher)
     sums = [f"{sha256(p)}  {p.name}" for p in [*artifacts, bom, *written]]
     (dist / "SHA256SUMS").write_text("\n".join(sums) + "\n")
     return [*artifacts, bom, *written, dist / "SHA256SUMS"]

@@ -11,70 +11,55 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from nodemanager import __version__
+from nodemanager.versionscheme import Version
 
 STAMP = Path(__file__).with_name("_build.json")
-# `git describe --tags --dirty`: TAG, then -COUNT-gHASH after a tag, then -dirty.
-DESCRIBED = re.compile(
-    r"^v?(?P<tag>.+?)(?:-(?P<count>\d+)-g(?P<hash>[0-9a-f]+))?(?:-(?P<dirty>dirty))?$"
-)
 UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True)
 class BuildInfo:
-    version: str
+    version: str  # PEP 440 (nodemanager/versionscheme.py): --version and status.agentVersion
     commit: str
     date: str
 
     def line(self) -> str:
         return f"nodemanager {self.version} (commit {self.commit}, {self.date})"
 
+    def scheme(self) -> Version:
+        """The version as the scheme's value, for each distribution's spelling of it."""
+        return Version.parse(self.version)
 
-def from_git(root: Path) -> BuildInfo | None:
-    """The checkout's build info: `git describe` of a v* tag as a PEP 440 version (else the
-    package version with the short commit as local version), the full commit and its ISO 8601
-    commit date."""
-    if not (root / ".git").exists():
-        return None
+
+def _git(root: Path, *args: str) -> str:
     import subprocess  # only in a checkout: an installed CLI reads the stamp (bench/cli_start.py)
 
+    return subprocess.run(
+        ["git", "-C", str(root), *args], capture_output=True, text=True, check=True, timeout=10
+    ).stdout.strip()
+
+
+def from_git(root: Path) -> BuildInfo | None:
+    """The checkout's build info: its version by the scheme (the last v* tag, the commits since
+    it or since the root, a modified tree), the full commit and its ISO 8601 commit date."""
+    if not (root / ".git").exists():
+        return None
+    import subprocess
+
     try:
-        commit, date = subprocess.run(
-            ["git", "-C", str(root), "log", "-1", "--format=%H %cI"],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=10,
-        ).stdout.split()
-        described = subprocess.run(
-            ["git", "-C", str(root), "describe", "--tags", "--match", "v[0-9]*", "--dirty"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
+        commit, date = _git(root, "log", "-1", "--format=%H %cI").split()
+        described = _git(
+            root, "describe", "--tags", "--long", "--dirty", "--always", "--abbrev=12",
+            "--match", "v[0-9]*.[0-9]*.[0-9]*",
+        )  # fmt: skip
+        commits = int(_git(root, "rev-list", "--count", "HEAD"))
     except (OSError, ValueError, subprocess.SubprocessError):
         return None
-    if described.returncode == 0:
-        version = pep440(described.stdout.strip())
-    else:
-        version = f"{__version__}+g{commit[:12]}"
-    return BuildInfo(version, commit, date)
-
-
-def pep440(described: str) -> str:
-    """`git describe` output as a PEP 440 version (the wheel, the sdist and pip compare it):
-    `v1.2.0` is 1.2.0; what git appends after a tag (`-3-gabc1234`, `-dirty`) becomes the
-    local version, `1.2.0+3.gabc1234.dirty`."""
-    m = DESCRIBED.match(described)
-    if m is None:
-        return described.removeprefix("v")
-    local = [p for p in (m["count"], m["hash"] and f"g{m['hash']}", m["dirty"]) if p]
-    return m["tag"] + ("+" + ".".join(local) if local else "")
+    return BuildInfo(Version.from_git(described, commits, __version__).pep440(), commit, date)
 
 
 def read_stamp(path: Path) -> BuildInfo | None:

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nodemanager import __version__
 from nodemanager.agent import cleanup
 from nodemanager.agent.earlyoom import EarlyOom, settings
 from nodemanager.agent.fencing import FencingAgent
@@ -64,6 +63,7 @@ from nodemanager.kube.nodes import NodeClient
 from nodemanager.kube.notify import NOTIFIED_AT, NOTIFIED_BY, Notifier, notify_key
 from nodemanager.kube.policycheck import missing_policies
 from nodemanager.kube.refs import NamedWatches
+from nodemanager.version import build_info
 
 log = logging.getLogger(__name__)
 LEASE_PERIOD = 10.0
@@ -171,7 +171,7 @@ class Daemon:
             family=identity.family,
             store=self.store,
             metrics=self.metrics,
-            agent_version=__version__,
+            agent_version=build_info().version,  # the full version, as --version says
             observe=lambda: clean_own(observe()),
             host=HostFeatures(
                 opts.state_dir,

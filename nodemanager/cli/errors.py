@@ -15,8 +15,16 @@ UNREACHABLE_HINT = (
     "(--kubeconfig, $KUBECONFIG, --context)"
 )
 
+REJECTED_HINT = (
+    "check that the kubeconfig's certificate-authority is the CA that signed the API server's "
+    "certificate, and that this CA is made as RFC 5280 says (Python 3.13 refuses a CA without "
+    "a critical keyUsage of keyCertSign)"
+)
 
-def _kube_hint(status: int) -> str:
+
+def _kube_hint(status: int, reason: str) -> str:
+    if reason == "CertificateRejected":
+        return REJECTED_HINT
     if status == 0:
         return UNREACHABLE_HINT
     if status == 401:
@@ -40,7 +48,7 @@ def describe(e: BaseException) -> str:
     if isinstance(e, KubeconfigError):
         return str(e)
     if isinstance(e, KubeError):
-        hint = _kube_hint(e.status)
+        hint = _kube_hint(e.status, e.reason)
         return f"{e}; {hint}" if hint else str(e)
     if isinstance(e, OSError):
         where = f"{e.filename}: " if e.filename else ""

@@ -6,6 +6,8 @@ and urllib3's ``HTTPError`` family when no answer came (refused, reset, timed ou
 
 - ``Temporary``: no answer, 408, 409 (a newer version exists: re-read and retry), 410 (a watch
   expired: relist), 429 and 5xx. Retry after a backoff (``nodemanager/backoff.py``).
+  A TLS handshake whose certificate the client refused is said as such ("certificate
+  rejected: ..."), not as an unreachable server: the fix is the CA bundle, not the network.
 - ``Permanent``: every other 4xx (bad request, forbidden, not found, invalid). Retrying the same
   request gives the same answer; only a change (RBAC, the object, the input) helps.
 """
@@ -13,6 +15,7 @@ and urllib3's ``HTTPError`` family when no answer came (refused, reset, timed ou
 from __future__ import annotations
 
 import json
+import ssl
 
 import urllib3.exceptions
 from kubernetes.client.exceptions import ApiException
@@ -63,12 +66,34 @@ def _no_answer(e: Exception) -> str:
     return f"{type(e).__name__}: {e}"
 
 
+def _certificate_rejected(e: BaseException) -> str | None:
+    """OpenSSL's reason and the server when e (or what it wraps: urllib3 nests the
+    ``ssl.SSLCertVerificationError`` in an SSLError in a MaxRetryError) is a refused
+    certificate, else None."""
+    seen: BaseException | None = e
+    for _ in range(8):  # a bounded walk: reason / args[0] / __cause__ chains
+        if seen is None:
+            return None
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            where = ""
+            if isinstance(e, urllib3.exceptions.MaxRetryError) and e.pool is not None:
+                where = f" ({e.pool.scheme}://{e.pool.host}:{e.pool.port})"
+            return f"{seen.verify_message or seen.reason or seen}{where}"
+        nested = getattr(seen, "reason", None)
+        if not isinstance(nested, BaseException):
+            nested = next((a for a in seen.args if isinstance(a, BaseException)), None)
+        seen = nested or seen.__cause__ or seen.__context__
+    return None
+
+
 def translate(e: Exception) -> KubeError:
     """The KubeError for an error of the client (``KUBE_ERRORS``), with the server's message
     (non-JSON bodies truncated)."""
     if isinstance(e, KubeError):
         return e
     if not isinstance(e, ApiException):
+        if (rejected := _certificate_rejected(e)) is not None:
+            return Temporary(f"certificate rejected: {rejected}", "CertificateRejected")
         return Temporary(f"API server unreachable: {_no_answer(e)}", "Unreachable")
     status = int(e.status or 0)
     message, reason = str(e.reason or ""), ""

@@ -10,6 +10,7 @@ import uuid
 import pytest
 from kubernetes import client
 
+from nodemanager.version import build_info
 from tests.cluster.agent import Agent
 from tests.cluster.helpers import eventually
 
@@ -109,7 +110,9 @@ def test_configset_lifecycle_and_node_registration(api_client, namespace, host, 
         and labels["nodemanager.io/os"] == "debian"
     )
     status = n["status"]
-    assert status["agentVersion"] and status["osPrettyName"].startswith("Debian")
+    # the full version, as `--version` says it (the checkout's: the agent runs from it)
+    assert status["agentVersion"] == build_info().version
+    assert status["osPrettyName"].startswith("Debian")
     assert status["release"] == platform.release()  # uname -r, as upstream
     assert "lo" not in status["interfaces"]
 

@@ -53,6 +53,35 @@ class ControlPlane:
 
     # -- certificates ----------------------------------------------------------------------
 
+    def _extensions(self) -> Path:
+        """The X.509 v3 extensions of the test PKI, made as a real CA makes them (RFC 5280):
+        CPython 3.13's default context verifies with VERIFY_X509_STRICT, which rejects a CA
+        without a critical keyUsage of keyCertSign, and a certificate without an authority key
+        identifier; kubectl and Go accept both, so only the agent under 3.13 would notice."""
+        path = self.pki / "extensions.cnf"
+        path.write_text(
+            "[req]\ndistinguished_name = dn\n[dn]\n"
+            "[ca]\n"
+            "basicConstraints = critical, CA:TRUE\n"
+            "keyUsage = critical, keyCertSign, cRLSign\n"
+            "subjectKeyIdentifier = hash\n"
+            "authorityKeyIdentifier = keyid:always\n"
+            "[serving]\n"
+            "basicConstraints = critical, CA:FALSE\n"
+            "keyUsage = critical, digitalSignature, keyEncipherment\n"
+            "extendedKeyUsage = serverAuth\n"
+            "subjectKeyIdentifier = hash\n"
+            "authorityKeyIdentifier = keyid:always\n"
+            "subjectAltName = IP:127.0.0.1, DNS:localhost, DNS:kubernetes.default.svc\n"
+            "[client]\n"
+            "basicConstraints = critical, CA:FALSE\n"
+            "keyUsage = critical, digitalSignature, keyEncipherment\n"
+            "extendedKeyUsage = clientAuth\n"
+            "subjectKeyIdentifier = hash\n"
+            "authorityKeyIdentifier = keyid:always\n"
+        )
+        return path
+
     def _pki(self) -> None:
         self.pki.mkdir(exist_ok=True)
         p = self.pki
@@ -70,10 +99,11 @@ class ControlPlane:
             "30",
             "-subj",
             "/CN=nodemanager-test-ca",
+            "-config",
+            str(self._extensions()),
+            "-extensions",
+            "ca",
             cwd=p,
-        )
-        (p / "san.ext").write_text(
-            "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\n"
         )
         _openssl(
             "req",
@@ -103,7 +133,9 @@ class ControlPlane:
             "-days",
             "30",
             "-extfile",
-            "san.ext",
+            "extensions.cnf",
+            "-extensions",
+            "serving",
             cwd=p,
         )
         _openssl("genrsa", "-out", "sa.key", "2048", cwd=p)
@@ -141,6 +173,10 @@ class ControlPlane:
             str(crt),
             "-days",
             "30",
+            "-extfile",
+            "extensions.cnf",
+            "-extensions",
+            "client",
             cwd=self.pki,
         )
         return crt, key

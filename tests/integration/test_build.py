@@ -1,6 +1,7 @@
 """`make build`: bin/nodemanager is one file that runs on a Python with nothing installed, on
 every CPython minor the platforms ship (3.11, 3.12, 3.13; pyenv's interpreters here)."""
 
+import fcntl
 import glob
 import os
 import subprocess
@@ -108,3 +109,27 @@ def test_single_file_says_in_one_line_what_it_needs_on_another_python(single_fil
         f"nodemanager: needs CPython 3.11, 3.12, 3.13; this is cpython 3.10 ({older})"
     ]
     assert not (tmp_path / "unpacked").exists()  # refused before unpacking anything
+
+
+def test_a_new_unpack_removes_the_trees_no_process_holds(single_file, tmp_path):
+    """The unpacked tree is keyed by payload and Python minor; a start removes the other trees
+    unless a running agent holds one (its shared lock on `.complete`, held here as an agent
+    holds it)."""
+    unpacked = tmp_path / "unpacked"
+    stale = unpacked / "app-0123456789abcdef-cp311"  # an earlier payload's tree
+    (stale / "site").mkdir(parents=True)
+    (stale / ".complete").touch()
+    running = unpacked / "app-fedcba9876543210-cp311"  # one a running agent still uses
+    running.mkdir()
+    (running / ".complete").touch()
+    with (running / ".complete").open("rb") as held:
+        fcntl.flock(held, fcntl.LOCK_SH)
+        first = run(single_file, tmp_path, "--version", python=interpreter("12"))
+        assert first.returncode == 0, first.stderr
+        names = sorted(p.name for p in unpacked.iterdir())
+    assert len(names) == 2 and running.name in names, names  # the held tree stays
+    assert [n for n in names if n != running.name][0].endswith("-cp312")
+    second = run(single_file, tmp_path, "--version", python=interpreter("13"))
+    assert second.returncode == 0, second.stderr
+    names = sorted(p.name for p in unpacked.iterdir())
+    assert len(names) == 1 and names[0].endswith("-cp313"), names  # released: removed

@@ -3,6 +3,7 @@ cache (a copy-on-write overlay, so the cache stays clean), the installed agent r
 root's own python3, and purge leaves no file of it behind."""
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -34,6 +35,20 @@ def debian(tmp_path):
         subprocess.run(["umount", str(merged)], check=True)
 
 
+def test_lintian_reports_no_error_on_the_deb():
+    """Debian's own linter over the release's package: errors are what Debian would reject
+    (no copyright file, a changelog that does not match the version, bad control fields)."""
+    if shutil.which("lintian") is None:
+        pytest.skip("lintian missing: `make deps` installs it")
+    package = next(artifacts.release().glob(f"nodemanager_*_{deb.DEB_ARCH[artifacts.ARCH]}.deb"))
+    done = subprocess.run(
+        ["lintian", "--tag-display-limit", "0", str(package)], capture_output=True, text=True
+    )
+    errors = [line for line in done.stdout.splitlines() if line.startswith("E:")]
+    assert errors == [], done.stdout
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def test_deb_installs_runs_and_purges_clean(debian):
     lower, upper, merged = debian
     # `make release`'s package, from the release the tests share (tests/artifacts.py)
@@ -53,6 +68,16 @@ def test_deb_installs_runs_and_purges_clean(debian):
     assert installed.returncode == 0, installed.stdout + installed.stderr
     unit = (merged / "lib/systemd/system/nodemanager.service").read_text()
     assert "ExecStart=/usr/bin/nodemanager " in unit
+    # Every program the unit runs is in the root the package installed into (with its
+    # Depends): `systemctl reload` once ran /bin/kill, which is procps's and not there.
+    programs = [
+        line.split("=", 1)[1].lstrip("-@:+!").split()[0]
+        for line in unit.splitlines()
+        if line.startswith(("ExecStart=", "ExecReload=", "ExecStop=", "ExecStartPre="))
+    ]
+    assert "/bin/sh" in programs, programs
+    absent = [p for p in programs if not os.path.lexists(merged / p.lstrip("/"))]
+    assert absent == [], f"the unit runs programs the root lacks: {absent}"
     version = subprocess.run(
         ["chroot", str(merged), "/usr/bin/nodemanager", "--version"],
         capture_output=True,

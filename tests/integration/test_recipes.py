@@ -19,6 +19,7 @@ import re
 import shutil
 import stat
 import subprocess
+import sys
 import tarfile
 import tempfile
 import tomllib
@@ -26,11 +27,15 @@ from pathlib import Path
 
 import pytest
 
+from nodemanager.versionscheme import Version
 from tests import artifacts
 from tests.artifacts import ARCH, OTHER
 
 pytestmark = pytest.mark.ansible
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "deploy"))
+import recipes  # noqa: E402  (deploy/recipes.py)
+
 SERVICE_LINE = "ExecStart=/usr/bin/nodemanager --kubeconfig /etc/nodemanager/kubeconfig"
 
 
@@ -42,6 +47,11 @@ def dist() -> Path:
 def release_version(dist: Path) -> str:
     agent = next(dist.glob(f"nodemanager-*-linux-{ARCH}"))
     return agent.name.removeprefix("nodemanager-").removesuffix(f"-linux-{ARCH}")
+
+
+def forms(version: str) -> Version:
+    """The release's version as the scheme's value (nodemanager/versionscheme.py)."""
+    return Version.parse(version)
 
 
 def run(*argv: str | Path, **kw) -> subprocess.CompletedProcess:
@@ -75,7 +85,7 @@ def test_makepkg_builds_the_arch_package_as_a_user(dist, user_dir):
     env = {"PATH": "/usr/bin:/bin", "HOME": str(build), "PKGEXT": ".pkg.tar"}
     run("runuser", "-u", "nobody", "--", "env", "-i", *(f"{k}={v}" for k, v in env.items()),
         "makepkg", "--nodeps", "--noconfirm", "--noprogressbar", cwd=build)  # fmt: skip
-    package = build / f"nodemanager-{version}-1-{ARCH}.pkg.tar"
+    package = build / f"nodemanager-bin-{forms(version).pacman()}-1-{ARCH}.pkg.tar"
     listing = run("bsdtar", "-tvf", package).stdout.splitlines()
     entries = {line.split()[-1]: line.split()[0] for line in listing}
     assert {name for name in entries if not name.startswith(".")} == {
@@ -92,8 +102,10 @@ def test_makepkg_builds_the_arch_package_as_a_user(dist, user_dir):
     assert entries["etc/nodemanager/"] == "drwx------"  # the kubeconfig's directory
     assert entries["usr/bin/nodemanager"] == "-rwxr-xr-x"
     info = run("bsdtar", "-xOf", package, ".PKGINFO").stdout
-    assert f"pkgver = {version}-1\n" in info
+    assert f"pkgver = {forms(version).pacman()}-1\n" in info
     assert "depend = python>=3.11\n" in info and "depend = python<3.14\n" in info
+    assert "provides = nodemanager\n" in info and "conflict = nodemanager\n" in info
+    assert "license = Apache-2.0 AND " in info and " GPL-3.0-or-later" in info  # what it bundles
     unit = run("bsdtar", "-xOf", package, "usr/lib/systemd/system/nodemanager.service").stdout
     assert SERVICE_LINE in unit
     packaged = run("bsdtar", "-xOf", package, "usr/bin/nodemanager", text=False).stdout
@@ -102,32 +114,42 @@ def test_makepkg_builds_the_arch_package_as_a_user(dist, user_dir):
 
 def test_apkbuild_sourced_verified_and_packaged(dist, tmp_path):
     """What abuild does with the APKBUILD, short of apk: source it, check the checksums, run
-    package() into $pkgdir."""
+    package() into $pkgdir; and aports' rules: the checksums block last (where `abuild
+    checksum` rewrites it), the service files in the -openrc subpackage."""
     version = release_version(dist)
     srcdir, pkgdir = tmp_path / "src", tmp_path / "pkg"
     srcdir.mkdir()
     run("sh", "-n", dist / "APKBUILD")
-    # abuild links each local source into $srcdir
-    for name in (f"nodemanager-{version}-linux-musl-{OTHER}", "nodemanager.initd"):
+    sources = [
+        f"nodemanager-{version}-linux-musl-{OTHER}",
+        "nodemanager.initd",
+        "nodemanager.confd",
+    ]
+    for name in sources:  # abuild links each local source into $srcdir
         (srcdir / name).symlink_to(dist / name)
     script = (
         '. "$1/APKBUILD"; set -e\n'
-        'printf "%s\\n" "$pkgver" "$arch" "$source"\n'
+        'printf "%s\\n" "$pkgver" "$arch" "$subpackages" "$license" $source\n'
         'printf "%s\\n" "$sha512sums" > "$srcdir/checksums"\n'
         'cd "$srcdir" && sha512sum -c checksums >&2\n'
         "package\n"
     )
     env = {"PATH": "/usr/bin:/bin", "CARCH": OTHER, "srcdir": str(srcdir), "pkgdir": str(pkgdir)}
     out = run("sh", "-c", script, "apkbuild", dist, env=env).stdout.splitlines()
-    pkgver, arch, source = out
-    # apk's version grammar: digits and dots, then suffixes such as _git<date>; no '+'
-    assert re.fullmatch(r"\d+(\.\d+)*(_git\d{8})?", pkgver), pkgver
-    assert pkgver.split("_")[0] == version.split("+")[0]
+    pkgver, arch, subpackages, license_, *source = out
+    assert pkgver == forms(version).apk()  # apk's grammar: no '+' (versionscheme.py)
     assert arch.split() == [OTHER]
-    assert source.split() == [f"nodemanager-{version}-linux-musl-{OTHER}", "nodemanager.initd"]
+    assert subpackages == "nodemanager-openrc"
+    assert license_.startswith("Apache-2.0 AND ") and "GPL-3.0-or-later" in license_
+    assert source == sources
+    text = (dist / "APKBUILD").read_text()
+    # `abuild checksum` deletes from `sha512sums="` to the closing quote and appends anew
+    assert re.search(r'\nsha512sums="\n([0-9a-f]{128}  [^\n]+\n)+"\n$', text), text[-600:]
     tree = {str(p.relative_to(pkgdir)): stat.filemode(p.stat().st_mode) for p in pkgdir.rglob("*")}
     assert tree == {
         "etc": "drwxr-xr-x",
+        "etc/conf.d": "drwxr-xr-x",
+        "etc/conf.d/nodemanager": "-rw-r--r--",
         "etc/init.d": "drwxr-xr-x",
         "etc/init.d/nodemanager": "-rwxr-xr-x",
         "etc/nodemanager": "drwx------",
@@ -140,6 +162,25 @@ def test_apkbuild_sourced_verified_and_packaged(dist, tmp_path):
     assert 'command="/usr/bin/nodemanager"' in initd
     agent = dist / f"nodemanager-{version}-linux-musl-{OTHER}"
     assert (pkgdir / "usr/bin/nodemanager").read_bytes() == agent.read_bytes()
+
+
+def test_source_pkgbuild_depends_on_archs_python_packages(dist, user_dir):
+    """PKGBUILD.source: makepkg's own checks (--printsrcinfo runs its lint; --verifysource its
+    checksums) as a user, and a dependency of Arch's for each of pyproject.toml's."""
+    assert shutil.which("makepkg"), "makepkg missing: `make deps` installs Debian's makepkg"
+    version = release_version(dist)
+    for name in ("PKGBUILD.source", "nodemanager.service", f"nodemanager-{version}.tar.gz"):
+        shutil.copy2(dist / name, user_dir / name)
+        shutil.chown(user_dir / name, "nobody")
+    env = ["env", "-i", "PATH=/usr/bin:/bin", f"HOME={user_dir}"]
+    as_user = ["runuser", "-u", "nobody", "--", *env, "makepkg", "-p", "PKGBUILD.source"]
+    info = run(*as_user, "--printsrcinfo", cwd=user_dir).stdout
+    run(*as_user, "--verifysource", "--nodeps", cwd=user_dir)
+    assert f"pkgver = {forms(version).pacman()}\n" in info and "arch = any\n" in info
+    depends = set(re.findall(r"^\tdepends = (.+)$", info, re.M))
+    assert {recipes.ARCH_NAMES[name] for name in port_dependencies()} <= depends
+    assert "ansible" in depends  # the community collections
+    assert f"source = nodemanager-{version}.tar.gz\n" in info
 
 
 def port_dependencies() -> dict[str, str]:
@@ -168,11 +209,13 @@ def test_freebsd_port_parses_and_names_the_release(dist, tmp_path):
     mk.mkdir()
     for name in ("sys.mk", "bsd.port.mk"):  # make's own rules and the ports framework
         (mk / name).write_text("# not here\n")
-    names_values = ("PORTNAME", "DISTVERSION", "USE_RC_SUBR", "USE_PYTHON", "RUN_DEPENDS")
+    names_values = ("PORTNAME", "PORTVERSION", "DISTNAME", "USE_RC_SUBR", "USE_PYTHON")
+    names_values += ("RUN_DEPENDS",)
     query = [f"-V{name}" for name in names_values]
     values = run("bmake", "-m", mk, *query, cwd=port).stdout.splitlines()
     got = dict(zip(names_values, values, strict=True))
-    assert got["PORTNAME"] == "nodemanager" and got["DISTVERSION"] == version
+    assert got["PORTNAME"] == "nodemanager" and got["PORTVERSION"] == forms(version).freebsd()
+    assert got["DISTNAME"] == sdist.name.removesuffix(".tar.gz")
     assert got["USE_RC_SUBR"] == "nodemanager" and "pep517" in got["USE_PYTHON"].split()
     declared = {}
     for dep in got["RUN_DEPENDS"].split():
@@ -191,4 +234,5 @@ def test_freebsd_port_parses_and_names_the_release(dist, tmp_path):
     assert f"SHA256 ({sdist.name}) = {hashlib.sha256(sdist.read_bytes()).hexdigest()}\n" in distinfo
     rc = (port / "files" / "nodemanager.in").read_text()
     run("sh", "-n", port / "files" / "nodemanager.in")
-    assert 'procname="%%PREFIX%%/bin/nodemanager"' in rc and "/usr/local" not in rc
+    assert "%%PREFIX%%/bin/nodemanager" in rc and "/usr/local" not in rc
+    assert 'procname="/usr/sbin/daemon"' in rc  # rc.subr finds daemon(8): test_rc_subr_contract
