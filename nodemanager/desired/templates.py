@@ -19,6 +19,8 @@ import binascii
 import functools
 import hashlib
 import json
+import re
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -146,17 +148,54 @@ def render_file(f: File, data: TemplateData) -> Rendered:
     raise TemplateError(f.path, scrub(message, secrets.values()))
 
 
-@functools.lru_cache(maxsize=1024)
-def names_read(template: str) -> frozenset[str]:
-    """The names a template loads (``node``, ``nodes``), from its parsed AST; a template that
-    does not parse reads nothing (rendering reports its syntax error).
+# The names of the data that templates may read and that a cache key must then include.
+DATA_NAMES = frozenset({"node", "nodes"})
+_DATA_WORD = re.compile(r"(?<![\w])(nodes?)(?![\w])")
+LEX_MAX = 8 << 10  # characters: a longer template is judged by its words alone
+_LEXED_MAX = 4096  # entries of (32-byte digest -> at most two names): under 1 MB in all
+_lexed: OrderedDict[bytes, frozenset[str]] = OrderedDict()
 
-    Only parsed, never compiled: jinja2.meta's introspection generates code, which folds
-    constants in this process. A name the template also sets itself counts as read, which can
-    only mean rendering again when it did not need to."""
+
+def names_read(template: str) -> frozenset[str]:
+    """Which of ``node`` and ``nodes`` a template may read, without parsing it.
+
+    Jinja's parser is recursive and unbounded in time: 70 nested parentheses (or 244 nested
+    ifs, a 990-term sum) raised RecursionError in the agent itself and stopped every
+    reconcile, and a 1.2 MB template took seconds per pass, all outside the render child's
+    limits. So this process never parses a template (the render child does, under its limits):
+
+    - a template that does not spell the word reads nothing (no loader, no ``vars()``, and the
+      sandbox refuses the underscore attributes that reach the context, so a name is only ever
+      loaded by spelling it); one regular expression, linear in the text;
+    - a short one (``LEX_MAX``) is lexed, which is iterative and linear: a word in the literal
+      text (``nodes: 3``) or a string is not a name, and must not start a watch of every node;
+    - a longer one, or one that does not lex, counts as reading each word it spells: the cost
+      of a wrong guess is a re-render when that data changes, never a stale file.
+
+    Lexed results are cached by the text's digest, at most ``_LEXED_MAX`` entries, so the cache
+    stays small whatever the texts (an lru_cache keyed by whole texts held 300 MB)."""
+    words = frozenset(_DATA_WORD.findall(template))
+    if not words or len(template) > LEX_MAX:
+        return words
+    key = hashlib.sha256(template.encode("utf-8", "surrogatepass")).digest()
+    found = _lexed.get(key)
+    if found is None:
+        found = _lexed_names(template, words)
+        _lexed[key] = found
+        if len(_lexed) > _LEXED_MAX:
+            _lexed.popitem(last=False)
+    else:
+        _lexed.move_to_end(key)
+    return found
+
+
+def _lexed_names(template: str, words: frozenset[str]) -> frozenset[str]:
     from nodemanager.desired import jinja
 
-    return jinja.names_loaded(_env(), template)
+    try:
+        return jinja.names_lexed(_env(), template) & DATA_NAMES
+    except Exception:  # does not lex: rendering reports it; until then assume the words
+        return words
 
 
 def _digest(value: object) -> str:
