@@ -32,7 +32,7 @@ def test_shared_output_holds_the_namespace_and_policies():
     assert (
         kinds.count("ValidatingAdmissionPolicy")
         == kinds.count("ValidatingAdmissionPolicyBinding")
-        == 5
+        == 6
     )
 
 
