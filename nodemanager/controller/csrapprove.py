@@ -18,10 +18,10 @@ it is approved only when all of these hold:
   out of the binding and keeps the ServiceAccount's, so a request the ServiceAccount filed
   before `revoke` is not approved after it.
 
-Bounded (issue 37): the cache holds only requests of this signer made by this namespace's
-nodes, pending ones with their request (at most ``MAX_REQUEST_BYTES``, which the admission
-policy enforces too) and decided ones without it or their certificate; of a requester's
-pending requests only the newest is kept, the older are deleted.
+Bounded (issue 37): the cache holds only requests of this signer made by or for this
+namespace's nodes, pending ones with their request (at most ``MAX_REQUEST_BYTES``, which the
+admission policy enforces on nodes too) and decided ones without it or their certificate; of a
+node's pending requests only the newest is kept, the older are deleted.
 
 Anything else that claims to be a node's stays pending: not denied, since an administrator may
 know better, and an Event on the request says why. Requests for other subjects or signers are
@@ -69,21 +69,31 @@ def requester_host(username: str, namespace: str) -> str | None:
     return node[1] if node and node[0] == namespace else None
 
 
+def _subject_host(raw: Mapping[str, Any], namespace: str) -> str | None:
+    """The host of ``namespace`` a request's CommonName names, if any (a small one parsed)."""
+    req = _request(raw)
+    node = nodecert.node_of(req.common_name) if req else None
+    return node[1] if node and node[0] == namespace else None
+
+
 def slim(raw: Mapping[str, Any], namespace: str) -> dict[str, Any] | None:
     """What the controller caches of a CertificateSigningRequest: None unless one of this
-    signer by a node of ``namespace``; its request only while pending and small, never the
-    certificate. 60 requests of 1.1 MB once took the controller from 70 to 138 MB."""
+    signer whose subject is a node of ``namespace`` or whose requester is one; its request only
+    while pending and at most MAX_REQUEST_BYTES, never the certificate. 60 requests of 1.1 MB
+    once took the controller from 70 to 138 MB."""
     spec = raw.get("spec") or {}
     if spec.get("signerName") != nodecert.SIGNER:
         return None
-    if requester_host(str(spec.get("username") or ""), namespace) is None:
+    request = str(spec.get("request") or "")
+    small = len(request) * 3 // 4 <= MAX_REQUEST_BYTES  # base64: 4 characters per 3 bytes
+    by_node = requester_host(str(spec.get("username") or ""), namespace) is not None
+    if not by_node and not (small and _subject_host(raw, namespace)):
         return None
     meta = raw.get("metadata") or {}
     kept = {k: v for k, v in spec.items() if k not in ("request", "extra")}
-    request = str(spec.get("request") or "")
     if not _decided(raw):
-        # base64 in the API's JSON: 4 characters per 3 bytes
-        kept["request"] = request if len(request) * 3 // 4 <= MAX_REQUEST_BYTES else None
+        kept["request"] = request if small else None  # None: decide() says it is too large
+    status = raw.get("status") or {}
     return {
         "apiVersion": raw.get("apiVersion", "certificates.k8s.io/v1"),
         "kind": raw.get("kind", "CertificateSigningRequest"),
@@ -92,29 +102,38 @@ def slim(raw: Mapping[str, Any], namespace: str) -> dict[str, Any] | None:
         },
         "spec": kept,
         "status": {
-            "conditions": list((raw.get("status") or {}).get("conditions") or []),
+            "conditions": list(status.get("conditions") or []),
             # that one was issued (so it is decided), without the certificate itself
-            **({"certificate": "issued"} if (raw.get("status") or {}).get("certificate") else {}),
+            **({"certificate": "issued"} if status.get("certificate") else {}),
         },
     }
 
 
-def superseded(requests: list[dict[str, Any]]) -> list[str]:
-    """Pending requests another pending request of the same requester replaced (all but the
-    newest of each): a node waits on its newest request only, and each kept request costs
-    etcd and this cache (pending ones live 24 h)."""
-    by_requester: dict[str, list[Mapping[str, Any]]] = {}
+def superseded(requests: list[dict[str, Any]], namespace: str) -> list[str]:
+    """Pending requests a newer pending one replaced: of a node's own (by its ServiceAccount
+    or certificate) only the newest is kept, whatever subjects they name; of anyone else's,
+    the newest per node named. A node waits on its newest request only, and each kept
+    request costs etcd and the cache (pending ones live 24 h)."""
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for raw in requests:
-        if not _decided(raw):
-            user = str((raw.get("spec") or {}).get("username") or "")
-            by_requester.setdefault(user, []).append(raw)
+        if _decided(raw):
+            continue
+        user = str((raw.get("spec") or {}).get("username") or "")
+        subject = "" if requester_host(user, namespace) else str(_subject_host(raw, namespace))
+        groups.setdefault((user, subject), []).append(raw)
     stale = []
-    for pending in by_requester.values():
-        pending.sort(
-            key=lambda r: (r["metadata"].get("creationTimestamp") or "", r["metadata"]["name"])
-        )
+    for pending in groups.values():
+        pending.sort(key=_age)
         stale += [r["metadata"]["name"] for r in pending[:-1]]
     return sorted(stale)
+
+
+def _age(raw: Mapping[str, Any]) -> tuple[str, int, str]:
+    """Oldest first: creation time (whole seconds), then the version it was created at."""
+    meta = raw["metadata"]
+    version = str(meta.get("resourceVersion") or "")
+    created = str(meta.get("creationTimestamp") or "")
+    return created, int(version) if version.isdigit() else 0, str(meta["name"])
 
 
 def _decided(raw: Mapping[str, Any]) -> bool:

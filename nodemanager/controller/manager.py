@@ -133,7 +133,7 @@ class Controller:
                 label_selector="app.kubernetes.io/name=nodemanager,!app.kubernetes.io/managed-by",
             )
         if opts.approve_node_certificates:
-            # Only this signer's requests, only nodes' of this namespace, without bodies.
+            # Only this signer's requests by or for this namespace's nodes, without bodies.
             self.informers["csrs"] = self._informer(
                 csr.CSRS,
                 field_selector=f"spec.signerName={nodecert.SIGNER}",
@@ -418,7 +418,7 @@ class Controller:
         """Nodes' certificate requests (csrapprove.py), each judged once per version."""
         live = {r["metadata"]["name"] for r in requests}
         self._judged = {n: v for n, v in self._judged.items() if n in live}
-        stale = set(csrapprove.superseded(requests))
+        stale = set(csrapprove.superseded(requests, self.opts.namespace))
         for raw in requests:
             meta = raw["metadata"]
             if meta["name"] in stale:  # a newer pending request of the same node replaced it

@@ -154,8 +154,11 @@ def test_the_cache_keeps_only_nodes_requests_of_the_signer_without_bodies():
     kept = slim(pending, NS)
     assert kept is not None and kept["spec"]["request"] == pending["spec"]["request"]
     assert decide(kept, NS, nodecert.MAX_SECONDS).approve
-    assert slim(raw(node_request(), "admin"), NS) is None  # not a node
-    assert slim(raw(node_request(), f"system:serviceaccount:other:nodemanager-{HOST}"), NS) is None
+    assert slim(raw(node_request(), "admin"), NS) is not None  # for a node: judged, said why
+    assert slim(raw(node_request(namespace="other"), "admin"), NS) is None  # not ours
+    assert slim(raw(b"x" * 5000, "admin"), NS) is None
+    other = f"system:serviceaccount:other:nodemanager-{HOST}"
+    assert slim(raw(node_request(namespace="other"), other), NS) is None
     assert slim(raw(node_request(), signerName="example.com/x"), NS) is None
     issued = raw(node_request())
     issued["status"] = {"certificate": base64.b64encode(b"x" * 5000).decode(), "conditions": []}
@@ -182,5 +185,10 @@ def test_of_a_nodes_pending_requests_only_the_newest_is_kept():
         at("c", "2026-01-01T00:00:02Z"),
         at("d", "2026-01-01T00:00:00Z", decided=True),
         at("e", "2026-01-01T00:00:00Z", CERT_USER),  # the same node by its certificate: apart
+        at("f", "2026-01-01T00:00:00Z", "admin"),  # an administrator's: one per node named
     ]
-    assert superseded(requests) == ["a", "c"]
+    requests[-1]["spec"]["request"] = raw(node_request("web-2"))["spec"]["request"]
+    requests.append(at("g", "2026-01-01T00:00:01Z", "admin"))
+    assert superseded(requests, NS) == ["a", "c"]
+    requests.append(at("h", "2026-01-01T00:00:02Z", "admin"))
+    assert superseded(requests, NS) == ["a", "c", "g"]
