@@ -344,7 +344,7 @@ class Controller:
         seen: dict[str, tuple[str, float]] = {}
         for node in nodes:
             name = node["metadata"]["name"]
-            lease = leases.get(name)
+            lease = liveness.own_lease(leases.get(name), name)
             record = liveness.renew_time(lease)
             prior = self._lease_seen.get(name)
             seen[name] = prior if prior and prior[0] == record else (record, mono)
@@ -390,7 +390,7 @@ class Controller:
     ) -> None:
         for node in nodes:
             name = node["metadata"]["name"]
-            lease = leases.get(name)
+            lease = liveness.own_lease(leases.get(name), name)
             outcome = fencing.reconcile(
                 node, lease, unchanged_for(name), self._fenced.get(name), self._fence_event
             )
