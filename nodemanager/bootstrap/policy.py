@@ -412,6 +412,15 @@ def admission_policies() -> list[dict[str, Any]]:
     ]
 
 
+def cluster_scoped(prefix: str, namespace: str, hostname: str) -> str:
+    """The name of a node's cluster-scoped object: ``<prefix>-<namespace>.<host>``.
+
+    Named after the namespace too, since two namespaces may each have a node of this name; and
+    a dot between them, since a namespace (a DNS label) has none: with a dash, node ``web`` of
+    ``prod-eu`` and node ``eu-web`` of ``prod`` shared four names (issue 37)."""
+    return f"{prefix}-{namespace}.{hostname}"
+
+
 KEEP_LABEL = "nodemanager.io/keep"
 
 
@@ -425,7 +434,7 @@ def namespace_guard(namespace: str, hostname: str) -> list[dict[str, Any]]:
     deletes this node's guard and objects. A shared guard could not do it: the first delete
     would remove it for everyone, and policies cannot guard policies (the API server exempts
     admission objects from admission). Removing the label lets an administrator delete it."""
-    name = f"nodemanager-guard-{namespace}-{hostname}"
+    name = cluster_scoped("nodemanager-guard", namespace, hostname)
     labels = {"app.kubernetes.io/name": "nodemanager"}
     return [
         {
