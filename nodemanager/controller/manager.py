@@ -102,6 +102,7 @@ class Controller:
         self.stop = threading.Event()
         self.dirty = threading.Event()
         self.lost = False
+        self._stale_leader = False  # said once: leadership lapsed, writes stopped
         self.metrics = ControllerMetrics()
         self.clients = ClientFactory(
             opts.kubeconfig,
@@ -209,6 +210,11 @@ class Controller:
         object's resourceVersion: a Permanent error is not retried until it changes."""
         self._keys.add(key)
         mono = time.monotonic()
+        if self.elector is not None and not self.elector.valid():
+            if not self._stale_leader:
+                log.warning("leadership not renewed within the deadline: no more writes")
+                self._stale_leader = True
+            return None  # the rest of this sync is on state another leader may act on
         if not self._retry.ready(key, version, mono):
             return None  # backing off (or a permanent error until the object changes)
         try:

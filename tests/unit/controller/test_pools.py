@@ -648,3 +648,30 @@ def test_a_pool_selecting_on_a_self_reported_label_gets_one_warning_event():
     )
     assert budget_.member["w"] == "arm"
     assert not [k for k, _, _ in work if k == "NodePool-warning/arm"]
+
+
+def test_a_node_churning_request_ids_is_granted_with_a_growing_wait():
+    """100 new status.disruption ids in 38 s cost 37 grant writes (issue 37)."""
+    from nodemanager.controller.poolsync import PoolMemory, reconcile
+    from nodemanager.controller.summary import NodeView
+
+    memory = PoolMemory()
+    pool_raw = {
+        "metadata": {"name": "default", "resourceVersion": "1"},
+        "spec": {"maxUnavailable": 1},
+    }
+    writes, t = 0, 0.0
+    while t < 38.0:
+        raws = [
+            {
+                "metadata": {"name": "w", "labels": {}, "resourceVersion": str(int(t * 10))},
+                "spec": {"pool": "default"},
+                "status": {"disruption": {"id": f"r{t:.1f}", "reason": "OS upgrade"}},
+            }
+        ]
+        views = [NodeView.from_dict(r) for r in raws]
+        _, work = reconcile([pool_raw], [], raws, views, memory, namespace="ns", now=STAMP, mono=t)
+        writes += sum(1 for key, _, o in work if key == "grant/w" and o.effects)
+        t += 0.38
+    assert 4 <= writes <= 8, writes  # 1, 2, 4, 8, 16 s apart: not 37
+    assert memory.grant_wait("w", t + 61) == 0.0  # a node that asks now and then never waits
