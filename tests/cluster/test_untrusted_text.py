@@ -32,6 +32,19 @@ def host():
     return f"host-{uuid.uuid4().hex[:6]}"
 
 
+def entry_applied(api_client, namespace, host, name, rv=None):
+    """``name``'s entry without an error (at ``rv``): other ConfigSets fail beside it, so the
+    node-wide Applied condition is False and test_daemon's ``applied`` would never hold."""
+
+    def check():
+        e = entry(node(api_client, namespace, host), name)
+        assert e is not None and e["error"] == "", e
+        assert rv is None or e["resourceVersion"] == rv, e
+        return e
+
+    return eventually(check, timeout=90, message=f"{name} applied on {host}")
+
+
 def rss_mb(agent: Agent) -> float:
     for line in open(f"/proc/{agent.proc.pid}/status"):
         if line.startswith("VmRSS:"):
@@ -54,7 +67,7 @@ def test_parser_breaking_templates_are_their_files_errors_beside_a_plain_configs
     put_configset(api_client, namespace, "bad", for_host(host, bad))
     agent = Agent(kubeconfig, namespace, host, tmp_path / "state").start()
     try:
-        applied(api_client, namespace, host, "plain")
+        entry_applied(api_client, namespace, host, "plain")
         assert plain.read_text() == "1"
 
         def reported():
@@ -75,7 +88,7 @@ def test_parser_breaking_templates_are_their_files_errors_beside_a_plain_configs
         cs = put_configset(
             api_client, namespace, "plain", for_host(host, [{"path": str(plain), "content": "2"}])
         )
-        applied(api_client, namespace, host, "plain", cs["metadata"]["resourceVersion"])
+        entry_applied(api_client, namespace, host, "plain", cs["metadata"]["resourceVersion"])
         took = time.monotonic() - started
         assert plain.read_text() == "2"
         assert took < 30, f"an unrelated change took {took:.1f} s"
@@ -144,3 +157,34 @@ def test_a_reconcile_that_cannot_complete_is_not_ready_with_the_reason(
         assert target.read_text() == "3"
     finally:
         agent.stop()
+
+
+def test_three_large_templates_do_not_hold_an_unrelated_change(
+    kubeconfig, api_client, namespace, host, tmp_path
+):
+    """Three ConfigSets with a 1.2 MB template each held an unrelated change 100 s, parsed in
+    the agent outside every limit (58 to 95 MB). Now only the render child parses them."""
+    big = "{{ node.name }}" + "{{ 1 }}" * (1_200_000 // 7)
+    for i in range(3):
+        put_configset(
+            api_client, namespace, f"big-{i}",
+            for_host(host, [{"path": str(tmp_path / f"big-{i}"), "template": big}]),
+        )  # fmt: skip
+    plain = tmp_path / "plain"
+    put_configset(
+        api_client, namespace, "plain", for_host(host, [{"path": str(plain), "content": "1"}])
+    )
+    agent = Agent(kubeconfig, namespace, host, tmp_path / "state").start()
+    try:
+        entry_applied(api_client, namespace, host, "plain")
+        started = time.monotonic()
+        cs = put_configset(
+            api_client, namespace, "plain", for_host(host, [{"path": str(plain), "content": "2"}])
+        )
+        entry_applied(api_client, namespace, host, "plain", cs["metadata"]["resourceVersion"])
+        took = time.monotonic() - started
+        assert took < 45, f"an unrelated change took {took:.1f} s beside three 1.2 MB templates"
+        assert rss_mb(agent) < 150, f"agent RSS {rss_mb(agent):.0f} MB"
+    finally:
+        agent.stop()
+    print(f"\nunrelated change beside three 1.2 MB templates: {took:.1f} s")
