@@ -9,12 +9,13 @@ reconcile that cannot complete says so (Ready=False, /readyz, /healthz, a metric
 from __future__ import annotations
 
 import shutil
+import subprocess
 import time
 import uuid
 
 import pytest
 
-from tests.cluster.agent import Agent
+from tests.cluster.agent import NODEMANAGER, Agent
 from tests.cluster.helpers import eventually
 from tests.cluster.test_daemon import applied, condition, entry, for_host, node, put_configset
 
@@ -188,3 +189,43 @@ def test_three_large_templates_do_not_hold_an_unrelated_change(
     finally:
         agent.stop()
     print(f"\nunrelated change beside three 1.2 MB templates: {took:.1f} s")
+
+
+def test_a_secret_fed_file_made_absent_leaves_no_digest_in_file_backups(
+    kubeconfig, api_client, namespace, host, tmp_path
+):
+    """Issue 37: the plan that removes a Secret-fed file no longer says Secret-fed, and its
+    backup's digest (a digest of the Secret's content) reached status.fileBackups."""
+    import hashlib
+    import json
+
+    from tests.cluster.test_templates import put_secret
+
+    token = f"token-{uuid.uuid4().hex}"
+    put_secret(api_client, namespace, f"{host}-s", {"token": token})
+    target = tmp_path / "token.conf"
+    fed = {"path": str(target), "template": "{{ node.secrets.token }}\n",
+           "secretRefs": [{"name": f"{host}-s"}]}  # fmt: skip
+    put_configset(api_client, namespace, "fed", for_host(host, [fed]))
+    agent = Agent(kubeconfig, namespace, host, tmp_path / "state").start()
+    try:
+        applied(api_client, namespace, host, "fed")
+        assert target.read_text() == f"{token}\n"
+        digest = hashlib.sha256(f"{token}\n".encode()).hexdigest()
+        cs = put_configset(
+            api_client,
+            namespace,
+            "fed",
+            for_host(host, [{"path": str(target), "ensure": "absent"}]),
+        )
+        n = applied(api_client, namespace, host, "fed", cs["metadata"]["resourceVersion"])
+        assert not target.exists()
+        assert str(target) not in ((n.get("status") or {}).get("fileBackups") or {})
+        assert digest not in json.dumps(n) and token not in json.dumps(n)
+        restored = subprocess.run(
+            [NODEMANAGER, "restore", str(target), "--list", "--state-dir", str(tmp_path / "state")],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        assert restored.returncode == 0 and digest[:12] in restored.stdout  # kept on disk
+    finally:
+        agent.stop()
