@@ -20,6 +20,7 @@ import functools
 import hashlib
 import json
 import re
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -154,6 +155,11 @@ _DATA_WORD = re.compile(r"(?<![\w])(nodes?)(?![\w])")
 LEX_MAX = 8 << 10  # characters: a longer template is judged by its words alone
 _LEXED_MAX = 4096  # entries of (32-byte digest -> at most two names): under 1 MB in all
 _lexed: OrderedDict[bytes, frozenset[str]] = OrderedDict()
+# CPU seconds of lexing per window: two hundred 8 KiB templates of dense tokens (one ConfigSet
+# at the API's size limit) lexed at once cost 25 s on a loaded machine. Past the budget a
+# template is judged by its words (not cached), and lexed once the window has turned.
+LEX_BUDGET, LEX_WINDOW = 1.0, 10.0
+_lex_window = [0.0, 0.0]  # [window start, seconds spent in it] (monotonic)
 
 
 def names_read(template: str) -> frozenset[str]:
@@ -173,14 +179,21 @@ def names_read(template: str) -> frozenset[str]:
       of a wrong guess is a re-render when that data changes, never a stale file.
 
     Lexed results are cached by the text's digest, at most ``_LEXED_MAX`` entries, so the cache
-    stays small whatever the texts (an lru_cache keyed by whole texts held 300 MB)."""
+    stays small whatever the texts (an lru_cache keyed by whole texts held 300 MB), and lexing
+    takes at most ``LEX_BUDGET`` seconds per ``LEX_WINDOW``."""
     words = frozenset(_DATA_WORD.findall(template))
     if not words or len(template) > LEX_MAX:
         return words
     key = hashlib.sha256(template.encode("utf-8", "surrogatepass")).digest()
     found = _lexed.get(key)
     if found is None:
+        now = time.monotonic()
+        if now - _lex_window[0] > LEX_WINDOW:
+            _lex_window[:] = [now, 0.0]
+        if _lex_window[1] >= LEX_BUDGET:
+            return words
         found = _lexed_names(template, words)
+        _lex_window[1] += time.monotonic() - now
         _lexed[key] = found
         if len(_lexed) > _LEXED_MAX:
             _lexed.popitem(last=False)

@@ -336,3 +336,13 @@ def test_names_read_never_parses_and_its_cache_is_bounded():
     assert len(templates._lexed) <= templates._LEXED_MAX
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     assert grown_mb < 32, f"names_read kept {grown_mb:.0f} MB"
+
+
+def test_lexing_has_a_time_budget(monkeypatch):
+    """Past the budget a template is judged by its words, and lexed once the window turned."""
+    monkeypatch.setattr(templates, "_lex_window", [0.0, 0.0])
+    monkeypatch.setattr(templates, "LEX_BUDGET", 0.0)
+    text = "nodes: 3 {{ node.name }} # budget"
+    assert names_read(text) == frozenset({"node", "nodes"})  # no budget left: the words
+    monkeypatch.setattr(templates, "LEX_BUDGET", 10.0)
+    assert names_read(text) == frozenset({"node"})  # lexed: "nodes:" is literal text
