@@ -54,6 +54,7 @@ from nodemanager.agent.writer import Writer
 from nodemanager.api import parse_duration
 from nodemanager.api.fencing import MAX_DEVICE_TIMEOUT
 from nodemanager.api.nodereport import set_condition
+from nodemanager.api.nodestatus import printable
 from nodemanager.backoff import Backoff
 from nodemanager.desired.redact import decoded, scrub
 from nodemanager.endpoints import serve_metrics
@@ -544,7 +545,7 @@ class Daemon:
         status: dict[str, Any] = me.get("status") or {}
         generation = int((me.get("metadata") or {}).get("generation") or 0)
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        message = f"reconcile cannot complete: {why}"
+        message = printable(f"reconcile cannot complete: {why}")
         conditions = status.get("conditions")
         for type_, value in (("Ready", "False"), ("Degraded", "True")):
             new = {
@@ -679,7 +680,10 @@ class Daemon:
             except Exception as e:
                 requeue = crashes.next()
                 log.exception("reconcile failed; retrying in %.0f s", requeue)
-                self._incomplete(e)
+                try:
+                    self._incomplete(e)
+                except Exception:  # saying so must never stop the worker
+                    log.exception("cannot report the failed reconcile")
                 done = True
             finally:
                 self.liveness.idle()
