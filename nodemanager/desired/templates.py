@@ -230,11 +230,14 @@ class Renderer:
         # The file the last pass's budget ran out on: it goes last in the next pass, so one
         # template slower than a whole pass (a loaded machine) cannot hold back every other.
         self._cut: str | None = None
-        # What the last pass's budget did not reach. The pass right after one that spent its
-        # budget leaves these alone (tried again the pass after): a change to anything else
-        # that arrived during the spent pass applies then, one pass later, not two (30
-        # spinning templates held an unrelated change 40 s against 20 s per pass, issue 37).
-        self._unreached: frozenset[str] = frozenset()
+        # The files a pass that spent its budget had to render: the pass right after it
+        # renders none of them (each shows what it showed last, which is what is applied),
+        # so a change to anything else that arrived meanwhile applies one pass later, not two
+        # (30 spinning templates held an unrelated change 40 s against 20 s per pass, issue
+        # 37). By path, not key: this node's own status write changes the keys of templates
+        # reading ``node``, and the same text keeps the status (and those keys) still.
+        self._resting: frozenset[str] = frozenset()
+        self._last: dict[str, Rendered | TemplateError] = {}  # by path, as last returned
 
     def _key(self, f: File, data: TemplateData, node: str, nodes: str) -> str:
         refs = [
@@ -257,31 +260,36 @@ class Renderer:
         keys = [self._key(f, data, node, nodes) for f in files]
         missing = [i for i, k in enumerate(keys) if k not in self._cache]
         missing.sort(key=lambda i: keys[i] == self._cut)  # stable: the rest keep their order
-        resting, self._unreached = self._unreached, frozenset()
+        resting, self._resting = self._resting, frozenset()
         if not resting:  # a resting pass keeps the cut for the pass after it
             self._cut = None
         fresh: dict[str, Rendered | TemplateError] = {}
-        retry: dict[str, TemplateError] = {}
-        for i in [i for i in missing if keys[i] in resting]:
-            retry[keys[i]] = TemplateError(files[i].path, _RESTING)
-        missing = [i for i in missing if keys[i] not in resting]
-        if missing:
+        retry: dict[str, Rendered | TemplateError] = {}  # returned, not cached
+        for i in [i for i in missing if files[i].path in resting]:
+            path = files[i].path
+            retry[keys[i]] = self._last.get(path) or TemplateError(path, _RESTING)
+        todo = [i for i in missing if files[i].path not in resting]
+        spent = False
+        if todo:
             _env()  # Jinja2 loaded here, once: the forked render child inherits it
-            jobs = [_job(files[i], data) for i in missing]
-            for i, out in zip(missing, run_limited(jobs, self.limits), strict=True):
+            jobs = [_job(files[i], data) for i in todo]
+            for i, out in zip(todo, run_limited(jobs, self.limits), strict=True):
                 f = files[i]
                 if isinstance(out, BudgetSpent):  # not its own fault: tried again next time
                     retry[keys[i]] = TemplateError(f.path, str(out))
                     self._cut = self._cut or keys[i]
+                    spent = True
                 elif isinstance(out, JobFailed):
                     fresh[keys[i]] = TemplateError(f.path, str(out))
                 else:
                     fresh[keys[i]] = Rendered(out, secret=bool(f.secret_refs))
-        if not resting:
-            self._unreached = frozenset(k for k, e in retry.items())
+        if spent and not resting:
+            self._resting = frozenset(files[i].path for i in todo)
         kept = [k for k in keys if k not in retry]
         self._cache = {k: fresh[k] if k in fresh else self._cache[k] for k in kept}
-        return [self._cache[k] if k in self._cache else retry[k] for k in keys]
+        results = [self._cache[k] if k in self._cache else retry[k] for k in keys]
+        self._last = {f.path: r for f, r in zip(files, results, strict=True)}
+        return results
 
 
 _RESTING = "not rendered: the last pass spent its render budget; tried again next pass"
