@@ -8,7 +8,10 @@ through ``nodes``) wake the worker at most once per ``--peer-min-interval``.
 
 The worker never waits on the API server: status, Events and notifications go to the writer
 thread (``writer.py``). It reports its progress to ``Liveness``: /healthz fails and the Lease
-is no longer renewed while a reconcile runs past ``--reconcile-timeout``.
+is no longer renewed while a reconcile runs past ``--reconcile-timeout``. A reconcile that
+cannot complete (it raised) is said at once: Ready=False with reason ReconcileError, /readyz
+503 and ``nodemanager_reconcile_total{outcome="error"}``; /healthz fails once that lasted
+``--reconcile-failing-timeout``.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from nodemanager.agent.poolslot import PoolSlots
 from nodemanager.agent.pressure import DEFAULT_THRESHOLD, PressureMonitor, threshold
 from nodemanager.agent.reconcile import Notification, Reconciler
 from nodemanager.agent.refs import referenced
+from nodemanager.agent.retries import stable
 from nodemanager.agent.revisions import REVISION_LABEL, admitted, report
 from nodemanager.agent.selftest import PolicySelfTest
 from nodemanager.agent.signals import Signals
@@ -49,7 +53,9 @@ from nodemanager.agent.writer import Writer
 from nodemanager.api import parse_duration
 from nodemanager.api.fencing import MAX_DEVICE_TIMEOUT
 from nodemanager.api.nodereport import set_condition
+from nodemanager.api.nodestatus import printable
 from nodemanager.backoff import Backoff
+from nodemanager.desired.redact import decoded, scrub
 from nodemanager.endpoints import serve_metrics
 from nodemanager.executor.run import apply
 from nodemanager.host.observe import observe
@@ -82,6 +88,8 @@ class Options:
     drift_check_interval: float = 1800.0  # 0: event-driven only
     peer_min_interval: float = 10.0  # at most one reconcile per this for other nodes' changes
     reconcile_timeout: float = 1800.0  # a reconcile running longer fails /healthz; 0: never
+    # reconciles that cannot complete for longer fail /healthz; 0: never
+    reconcile_failing_timeout: float = 300.0
     backup_max_age: float | None = 30 * 86400.0  # None: keep file backups forever
     reboot_command: list[str] | None = None  # after an upgrade that needs one; None: the host's
     drain_timeout: float = 600.0  # seconds a drain before an upgrade may take
@@ -143,7 +151,7 @@ class Daemon:
         self.store = StateStore(opts.state_dir)
         # Run dirs live under the state dir (0700), so a restart finds what a kill -9 left.
         self.runs = Path(opts.state_dir) / "runs"
-        self.liveness = Liveness(opts.reconcile_timeout)
+        self.liveness = Liveness(opts.reconcile_timeout, opts.reconcile_failing_timeout)
         self.writer = Writer(self._patch_status)
         self.stopped = threading.Event()
         # One request for a slot of the pool's budget, shared by the upgrade and lock_group.
@@ -524,6 +532,33 @@ class Daemon:
         )
         return True, result.requeue_after
 
+    def _incomplete(self, e: Exception) -> None:
+        """A reconcile that raised enforced nothing: say so where people and probes look,
+        instead of leaving the last good Ready=True standing."""
+        text = f"{type(e).__name__}: {e}".splitlines()[0][:300]
+        why = scrub(stable(text), decoded(self.secrets.data()))
+        self.liveness.failed(why)
+        self.metrics.reconciled("error")
+        me = self.informers["self"].get(self.name)
+        if not me or not self._online():
+            return
+        status: dict[str, Any] = me.get("status") or {}
+        generation = int((me.get("metadata") or {}).get("generation") or 0)
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        message = printable(f"reconcile cannot complete: {why}")
+        conditions = status.get("conditions")
+        for type_, value in (("Ready", "False"), ("Degraded", "True")):
+            new = {
+                "type": type_,
+                "status": value,
+                "reason": "ReconcileError",
+                "message": message,
+                "observedGeneration": generation,
+            }
+            conditions = set_condition(conditions, new, now)
+        if conditions != status.get("conditions"):
+            self.writer.status({"conditions": conditions})
+
     def _notify(self, due: Iterable[Notification], uid: str | None) -> None:
         """Annotate each ConfigSet's spec.notifies[] targets: upstream's
         ``nodemanager.io/notify-<configset>: <generation>`` once per generation this agent
@@ -640,9 +675,15 @@ class Daemon:
             try:
                 done, requeue = self.reconcile_once(full)
                 crashes.reset()
-            except Exception:
+                if done:
+                    self.liveness.completed()
+            except Exception as e:
                 requeue = crashes.next()
                 log.exception("reconcile failed; retrying in %.0f s", requeue)
+                try:
+                    self._incomplete(e)
+                except Exception:  # saying so must never stop the worker
+                    log.exception("cannot report the failed reconcile")
                 done = True
             finally:
                 self.liveness.idle()

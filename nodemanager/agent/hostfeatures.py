@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import stat
@@ -22,6 +23,7 @@ from nodemanager.agent.grouplocks import GroupLocks, groups_to_lock
 from nodemanager.api import File
 from nodemanager.api.nodereport import set_condition
 from nodemanager.desired.templates import Rendered
+from nodemanager.fsutil import write_atomic
 from nodemanager.host.backups import BackupStore, Version
 from nodemanager.host.wgkeys import KeyStore, WireGuardKeyError, with_managed_key
 from nodemanager.playbook.build import Plan
@@ -59,6 +61,35 @@ def backups_status(
         keep = path not in secret and isinstance(stored[path], str)
         out[path] = stored[path] if keep and len(out) < STATUS_BACKUPS_KEPT_MAX else None
     return out
+
+
+SECRET_FED_MAX = 4096  # paths remembered; a fleet's Secret-fed files are far fewer
+
+
+class SecretFed:
+    """Every path declared Secret-fed in some pass, kept under the state dir.
+
+    A file made ``ensure: absent`` (or given plain content) is no longer Secret-fed in the plan
+    that removes it, yet what it held came from a Secret: its backup is marked secret and its
+    digest never reaches ``status.fileBackups`` (issue 37: it did)."""
+
+    def __init__(self, state_dir: str):
+        self.file = Path(state_dir) / "secret-fed-paths.json"
+        try:
+            loaded = json.loads(self.file.read_text())
+            self.paths = {p for p in loaded if isinstance(p, str)}
+        except (OSError, ValueError, TypeError):
+            self.paths = set()
+
+    def add(self, paths: Iterable[str]) -> None:
+        new = set(paths) - self.paths
+        if not new:
+            return
+        self.paths = set(sorted(self.paths | new)[-SECRET_FED_MAX:])
+        try:
+            write_atomic(self.file, json.dumps(sorted(self.paths)).encode(), mode=0o600)
+        except OSError as e:  # remembered in memory still
+            log.warning("cannot write %s: %s", self.file, e)
 
 
 def _replaces(f: File, contents: Mapping[str, Rendered]) -> bool:
@@ -117,6 +148,7 @@ class HostFeatures:
         self.upgrader = upgrader  # spec.upgrade: status.lastUpgrade, the Upgrading condition
         self.locks = locks  # services[].lock_group; None without a cluster
         self.backups = BackupStore(state_dir)
+        self.secret_fed = SecretFed(state_dir)
         self.keys = KeyStore(state_dir, adopt_key)
         self.backup_max_age = backup_max_age
         self.problem: str | None = None  # the last WireGuard error, reported once per change
@@ -134,8 +166,10 @@ class HostFeatures:
             for rid in resources:
                 f = files.get(rid)
                 if isinstance(f, File) and _replaces(f, contents):
-                    secret = f.uses_secrets or bool(
-                        contents.get(f.path) and contents[f.path].secret
+                    secret = (
+                        f.uses_secrets
+                        or bool(contents.get(f.path) and contents[f.path].secret)
+                        or f.path in self.secret_fed.paths  # was Secret-fed: made absent now
                     )
                     due.append((f.path, secret))
                 elif isinstance(f, File) and f.purge and f.path in keeps:
@@ -177,9 +211,11 @@ class HostFeatures:
         if self.upgrader:
             self.upgrader.adopt(node)  # before the status could drop upstream's marker
             out.update(self.upgrader.status())
+        self.secret_fed.add(secret)
         try:
             prior = (node.get("status") or {}).get("fileBackups")
-            out["fileBackups"] = backups_status(self.backups.index(), prior, secret)
+            hidden = self.secret_fed.paths
+            out["fileBackups"] = backups_status(self.backups.index(), prior, hidden)
         except (OSError, ValueError) as e:
             log.warning("cannot read file backups: %s", e)
         wg = (node.get("spec") or {}).get("wireGuard") or {}

@@ -121,7 +121,7 @@ class Metrics:
         )
         self._reconciles = Counter(
             "nodemanager_reconcile",
-            "Reconciles by outcome (applied, unchanged, failed).",
+            "Reconciles by outcome (applied, unchanged, failed; error: it could not complete).",
             ["outcome"],
             registry=r,
         )
@@ -208,8 +208,9 @@ class Metrics:
 
     def reconciled(self, outcome: str) -> None:
         self._reconciles.labels(outcome).inc()
-        self._cr_reconciles.labels(CONTROLLER, "error" if outcome == "failed" else "success").inc()
-        if outcome == "failed":
+        error = outcome in ("failed", "error")
+        self._cr_reconciles.labels(CONTROLLER, "error" if error else "success").inc()
+        if error:
             self._cr_errors.labels(CONTROLLER).inc()
 
     def record_results(

@@ -20,6 +20,7 @@ from typing import Any
 from nodemanager.agent.identity import NodeIdentity
 from nodemanager.agent.sources import Snapshot
 from nodemanager.api import ConfigSet, InvalidObject, Node
+from nodemanager.api.errors import FieldError
 from nodemanager.desired.merge import DesiredState, merge
 from nodemanager.desired.select import matches, select
 from nodemanager.desired.templates import Rendered, TemplateData, names_read, render_templates
@@ -76,6 +77,16 @@ def _invalid(raw: Any, error: InvalidObject, origin: str) -> Invalid:
     )
 
 
+def _unreadable(raw: Any, e: Exception) -> InvalidObject:
+    """An unexpected failure to read one ConfigSet, as its own InvalidSpec: one author's text
+    must never stop the reconcile of every other ConfigSet."""
+    meta = raw.get("metadata") if isinstance(raw, Mapping) else None
+    name = str(meta.get("name", "")) if isinstance(meta, Mapping) else ""
+    return InvalidObject(
+        "ConfigSet", name, [FieldError("spec", f"cannot be read ({type(e).__name__})")]
+    )
+
+
 def _cache_key(raw: Any) -> tuple[str, str, str] | None:
     meta = raw.get("metadata") if isinstance(raw, dict) else None
     if not isinstance(meta, dict) or not meta.get("resourceVersion"):
@@ -113,6 +124,8 @@ class Planner:
                         self._templated[id(item)] = item
                 except InvalidObject as e:
                     item = _invalid(raw, e, snap.origin(i))
+                except Exception as e:  # RecursionError, or a bug: this ConfigSet, not the node
+                    item = _invalid(raw, _unreadable(raw, e), snap.origin(i))
             if key:
                 parsed[key] = item
             if isinstance(item, ConfigSet):

@@ -18,6 +18,9 @@ policies, one per resource:
   the spec stay as they were.
 - Tokens: only bound to its own binding Secret and at most MAX_TOKEN_SECONDS long, so deleting
   that Secret (``nodemanager revoke``) revokes every token the node ever minted.
+- CertificateSigningRequests (with ``rbac --certificate``; cluster-scoped, no quota, pending
+  ones live 24 h): at most MAX_CSR_REQUEST bytes of request and no labels or annotations, so
+  a node cannot fill etcd with them (the controller keeps one pending request per node).
 
 The node's own name is never passed in: each rule compares the object against the requesting
 user name, so one shared policy serves every node.
@@ -46,6 +49,8 @@ LEASES_POLICY = "nodemanager-node-leases"
 TOKENS_POLICY = "nodemanager-node-tokens"
 NODES_POLICY = "nodemanager-node-cordon"
 MAX_TOKEN_SECONDS = 30 * 86400
+CSRS_POLICY = "nodemanager-node-csrs"
+MAX_CSR_REQUEST = 4096  # bytes; controller/csrapprove.py MAX_REQUEST_BYTES
 # Leases share one name space in the namespace: a node's liveness Lease is named after it, a
 # group Lease after its group, the fleet controller's election Lease is "nodemanager-controller"
 # (controller/manager.py LEADER_LEASE). A node or group of that name would hold the election
@@ -376,6 +381,26 @@ def tokens_policy() -> list[dict[str, Any]]:
     )
 
 
+def csrs_policy() -> list[dict[str, Any]]:
+    return _policy(
+        CSRS_POLICY,
+        [_rule("certificates.k8s.io", ["certificatesigningrequests"], ["CREATE"])],
+        [
+            {
+                "expression": f"size(object.spec.request) <= {MAX_CSR_REQUEST}",
+                "message": f"a node's certificate request is at most {MAX_CSR_REQUEST} bytes",
+            },
+            {
+                "expression": "!has(object.metadata.labels) && !has(object.metadata.annotations)",
+                "message": "a node's certificate request carries no labels or annotations",
+            },
+        ],
+        # Cluster-scoped: no request namespace, so any namespace's node account.
+        is_node=f"request.userInfo.username.matches('{NODE_ACCOUNT}') || "
+        f"request.userInfo.username.matches('{NODE_CERT}')",
+    )
+
+
 def admission_policies() -> list[dict[str, Any]]:
     return [
         *managednode_policy(),
@@ -383,7 +408,17 @@ def admission_policies() -> list[dict[str, Any]]:
         *leases_policy(),
         *tokens_policy(),
         *nodes_policy(),
+        *csrs_policy(),
     ]
+
+
+def cluster_scoped(prefix: str, namespace: str, hostname: str) -> str:
+    """The name of a node's cluster-scoped object: ``<prefix>-<namespace>.<host>``.
+
+    Named after the namespace too, since two namespaces may each have a node of this name; and
+    a dot between them, since a namespace (a DNS label) has none: with a dash, node ``web`` of
+    ``prod-eu`` and node ``eu-web`` of ``prod`` shared four names (issue 37)."""
+    return f"{prefix}-{namespace}.{hostname}"
 
 
 KEEP_LABEL = "nodemanager.io/keep"
@@ -399,7 +434,7 @@ def namespace_guard(namespace: str, hostname: str) -> list[dict[str, Any]]:
     deletes this node's guard and objects. A shared guard could not do it: the first delete
     would remove it for everyone, and policies cannot guard policies (the API server exempts
     admission objects from admission). Removing the label lets an administrator delete it."""
-    name = f"nodemanager-guard-{namespace}-{hostname}"
+    name = cluster_scoped("nodemanager-guard", namespace, hostname)
     labels = {"app.kubernetes.io/name": "nodemanager"}
     return [
         {

@@ -38,6 +38,7 @@ from nodemanager.bootstrap.policy import (
     RESERVED_NAMES,
     RESERVED_PREFIX,
     admission_policies,
+    cluster_scoped,
     namespace_guard,
 )
 
@@ -194,9 +195,11 @@ def csr_rules() -> list[dict[str, Any]]:
 
 
 def cluster_role_names(hostname: str, namespace: str) -> tuple[str, str]:
-    """(CSR, drain) ClusterRoles of the node: named after the namespace too, since two
-    namespaces may each have a node of this name."""
-    return f"nodemanager-csr-{namespace}-{hostname}", f"nodemanager-drain-{namespace}-{hostname}"
+    """(CSR, drain) ClusterRoles of the node."""
+    return (
+        cluster_scoped("nodemanager-csr", namespace, hostname),
+        cluster_scoped("nodemanager-drain", namespace, hostname),
+    )
 
 
 def role_names(hostname: str) -> tuple[str, str]:

@@ -64,6 +64,13 @@ def run_options(f: F) -> F:
             help="A reconcile running longer fails /healthz and stops the Lease renewal; 0: never.",
         ),
         click.option(
+            "--reconcile-failing-timeout",
+            default="5m",
+            show_default=True,
+            help="Reconciles that cannot complete (Ready=False, reason ReconcileError) for this "
+            "long fail /healthz; 0: never.",
+        ),
+        click.option(
             "--backup-max-age",
             default="720h",
             show_default=True,
@@ -160,6 +167,7 @@ def run(
     drift_check_interval: str,
     peer_min_interval: str,
     reconcile_timeout: str,
+    reconcile_failing_timeout: str,
     backup_max_age: str,
     reboot_command: str,
     drain_timeout: str,
@@ -209,6 +217,9 @@ def run(
         else None,
         peer_min_interval=duration(peer_min_interval, "--peer-min-interval"),
         reconcile_timeout=duration(reconcile_timeout, "--reconcile-timeout"),
+        reconcile_failing_timeout=duration(
+            reconcile_failing_timeout, "--reconcile-failing-timeout"
+        ),
         reboot_command=reboot_command.split() or None,
         drain_timeout=duration(drain_timeout, "--drain-timeout"),
         notify_on_change=notify_on_change,

@@ -46,6 +46,12 @@ from nodemanager.cli.options import api_options, duration
     "(kubernetes.io/os, kubernetes.io/arch, nodemanager.io/os): any node can then claim them.",
 )
 @click.option(
+    "--disruption-grant-timeout",
+    default="1h",
+    show_default=True,
+    help="A disruption grant (OS upgrade, lock_group) a node holds longer is taken back; 0: never.",
+)
+@click.option(
     "--approve-node-certificates",
     is_flag=True,
     help="Approve nodes' client certificate requests (`bootstrap --certificate`) that are "
@@ -74,6 +80,7 @@ def controller(
     sync_period: str,
     manage_access: bool,
     trust_node_labels: bool,
+    disruption_grant_timeout: str,
     approve_node_certificates: bool,
     metrics_bind_address: str,
     health_probe_bind_address: str,
@@ -95,6 +102,7 @@ def controller(
         sync_period=duration(sync_period, "--sync-period"),
         manage_access=manage_access,
         trust_node_labels=trust_node_labels,
+        disruption_grant_timeout=duration(disruption_grant_timeout, "--disruption-grant-timeout"),
         approve_node_certificates=approve_node_certificates,
         metrics_bind_address=metrics_bind_address,
         health_probe_bind_address=health_probe_bind_address,

@@ -65,7 +65,7 @@ class Fence:
 
     def apply(self, fleet: Fleet) -> bool:
         name = self.node["metadata"]["name"]
-        if liveness.renewed(fleet.get_lease(name), self.record):
+        if liveness.renewed(liveness.own_lease(fleet.get_lease(name), name), self.record):
             return False
         self.report(self.node, "Fencing", f"fencing {name}: {self.why}", self.record)
         fleet.fence(name, lambda reason, message: self.report(self.node, reason, message, message))

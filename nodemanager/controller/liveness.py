@@ -43,6 +43,17 @@ def expired(lease: Mapping[str, Any] | None, unchanged_for: float) -> str | None
     )
 
 
+def own_lease(lease: Mapping[str, Any] | None, node: str) -> Mapping[str, Any] | None:
+    """The Lease named after ``node`` when ``node`` holds it, else None (no liveness Lease).
+
+    Group Leases (``lock_group``, upgrade groups) share the name space and any node may hold
+    one: ``rbac --lease-groups db-1`` let web-1 renew Lease ``db-1``, and a silent db-1 stayed
+    Ready (issue 37). The agent holds its own Lease as itself, and no node may hold one as
+    another (the admission policy), so only a Lease held by its node proves the node alive."""
+    spec = (lease or {}).get("spec") or {}
+    return lease if spec.get("holderIdentity") == node else None
+
+
 def renew_time(lease: Mapping[str, Any] | None) -> str:
     """The Lease's renewTime as the API server sent it ('' without a Lease)."""
     return str(((lease or {}).get("spec") or {}).get("renewTime") or "")
@@ -89,7 +100,7 @@ class MarkUnknown:
 
     def apply(self, fleet: Fleet) -> bool:
         started = self.clock()
-        fresh = fleet.get_lease(self.node)
+        fresh = own_lease(fleet.get_lease(self.node), self.node)
         if self.probe or renewed(fresh, self.renew_time) or self.clock() - started > SLOW_READ:
             return False
         fleet.patch_node_conditions(self.node, self.resource_version, self.conditions)

@@ -12,6 +12,7 @@ starts from a warm cache; only the leader writes.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -23,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nodemanager.api import ConfigSet, InvalidObject
+from nodemanager.api import ConfigSet, InvalidObject, nodecert
 from nodemanager.api.revisions import admitted
 from nodemanager.controller import (
     access,
@@ -79,6 +80,8 @@ class Options:
     manage_access: bool = True
     # Grant Secret/ConfigMap references through labels nodes report themselves (spoofable).
     trust_node_labels: bool = False
+    # A disruption grant (OS upgrade, lock_group) held longer is taken back; 0: never.
+    disruption_grant_timeout: float = 3600.0
     metrics_bind_address: str = ":8082"
     health_probe_bind_address: str = ":8083"
     lease_duration: float = 15.0
@@ -99,6 +102,7 @@ class Controller:
         self.stop = threading.Event()
         self.dirty = threading.Event()
         self.lost = False
+        self._stale_leader = False  # said once: leadership lapsed, writes stopped
         self.metrics = ControllerMetrics()
         self.clients = ClientFactory(
             opts.kubeconfig,
@@ -130,7 +134,12 @@ class Controller:
                 label_selector="app.kubernetes.io/name=nodemanager,!app.kubernetes.io/managed-by",
             )
         if opts.approve_node_certificates:
-            self.informers["csrs"] = self._informer(csr.CSRS)
+            # Only this signer's requests by or for this namespace's nodes, without bodies.
+            self.informers["csrs"] = self._informer(
+                csr.CSRS,
+                field_selector=f"spec.signerName={nodecert.SIGNER}",
+                keep=functools.partial(csrapprove.slim, namespace=opts.namespace),
+            )
         identity = opts.identity or f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
         self.elector = (
             LeaderElector(
@@ -201,6 +210,11 @@ class Controller:
         object's resourceVersion: a Permanent error is not retried until it changes."""
         self._keys.add(key)
         mono = time.monotonic()
+        if self.elector is not None and not self.elector.valid():
+            if not self._stale_leader:
+                log.warning("leadership not renewed within the deadline: no more writes")
+                self._stale_leader = True
+            return None  # the rest of this sync is on state another leader may act on
         if not self._retry.ready(key, version, mono):
             return None  # backing off (or a permanent error until the object changes)
         try:
@@ -251,6 +265,8 @@ class Controller:
             mono=time.monotonic(),
             progress_period=self.opts.progress_period,
             revisions={r["metadata"]["name"] for r in self.informers["revisions"].items()},
+            trust_node_labels=self.opts.trust_node_labels,
+            grant_deadline=self.opts.disruption_grant_timeout,
         )
         for key, version, outcome in work:
             remember = _remembers(self._pools, key.removeprefix("NodePool/"), version)
@@ -334,7 +350,7 @@ class Controller:
         seen: dict[str, tuple[str, float]] = {}
         for node in nodes:
             name = node["metadata"]["name"]
-            lease = leases.get(name)
+            lease = liveness.own_lease(leases.get(name), name)
             record = liveness.renew_time(lease)
             prior = self._lease_seen.get(name)
             seen[name] = prior if prior and prior[0] == record else (record, mono)
@@ -380,7 +396,7 @@ class Controller:
     ) -> None:
         for node in nodes:
             name = node["metadata"]["name"]
-            lease = leases.get(name)
+            lease = liveness.own_lease(leases.get(name), name)
             outcome = fencing.reconcile(
                 node, lease, unchanged_for(name), self._fenced.get(name), self._fence_event
             )
@@ -408,8 +424,14 @@ class Controller:
         """Nodes' certificate requests (csrapprove.py), each judged once per version."""
         live = {r["metadata"]["name"] for r in requests}
         self._judged = {n: v for n, v in self._judged.items() if n in live}
+        stale = set(csrapprove.superseded(requests, self.opts.namespace))
         for raw in requests:
             meta = raw["metadata"]
+            if meta["name"] in stale:  # a newer pending request of the same node replaced it
+                delete = Write("csr_deleted", "delete_csr", (meta["name"],))
+                key = f"CertificateSigningRequest/{meta['name']}"
+                self._handle(key, str(meta.get("resourceVersion")), Outcome((delete,)))
+                continue
             version = str(meta.get("resourceVersion"))
             outcome = csrapprove.reconcile(
                 raw,

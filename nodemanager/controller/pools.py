@@ -32,6 +32,7 @@ from nodemanager.api.nodereport import ConfigSetEntry, NodeReport
 from nodemanager.api.pool import DEFAULT_POOL, NodePool
 from nodemanager.api.revisions import STAGE_ALL_FIELD, has_rollout, is_staged, stages_all
 from nodemanager.controller import rollout
+from nodemanager.controller.access import trusted
 from nodemanager.desired.select import matches, selector_matches, selector_only
 
 POOL_FIELD = "pool"
@@ -133,14 +134,19 @@ class Member:
 
 
 def assign(
-    pools: Sequence[NodePool], nodes: Sequence[Member]
+    pools: Sequence[NodePool], nodes: Sequence[Member], *, trust_node_labels: bool = False
 ) -> tuple[dict[str, str], dict[str, list[str]]]:
-    """(node -> its pool, node -> the pools selecting it when more than one)."""
+    """(node -> its pool, node -> the pools selecting it when more than one).
+
+    Only labels a node cannot set on itself count (access.py ``trusted``), as for Secret
+    grants: a host that labels itself ``kubernetes.io/arch=arm64`` must not move into the
+    ``arm`` pool and take its only disruption slot. ``trust_node_labels`` is the same opt-out."""
     selecting = [(p.name, p.selector) for p in pools if not p.is_default and p.selector]
     member: dict[str, str] = {}
     conflicts: dict[str, list[str]] = {}
     for node in nodes:
-        found = sorted(n for n, s in selecting if selector_matches(s, node.report.labels))
+        labels = node.report.labels if trust_node_labels else trusted(node.report.labels)
+        found = sorted(n for n, s in selecting if selector_matches(s, labels))
         if len(found) > 1:
             conflicts[node.name] = found
         else:
@@ -212,11 +218,13 @@ class Budget:
         nodes: Sequence[Member],
         targets: Sequence[Target],
         now: dt.datetime,
+        *,
+        trust_node_labels: bool = False,
     ) -> tuple[Budget, dict[str, str]]:
         """The budget, and why each disrupted node is (node -> reason)."""
         by_name = {p.name: p for p in pools}
         by_name.setdefault(DEFAULT_POOL, NodePool(DEFAULT_POOL))
-        member, conflicts = assign(pools, nodes)
+        member, conflicts = assign(pools, nodes, trust_node_labels=trust_node_labels)
         b = cls(by_name, member, conflicts)
         why: dict[str, str] = {}
         for node in nodes:
@@ -267,18 +275,29 @@ class Budget:
         return pool is not None and self.pools[pool].stage_all
 
 
-def grants(budget: Budget, nodes: Sequence[Member]) -> tuple[list[tuple[str, str]], list[str]]:
+def grants(
+    budget: Budget, nodes: Sequence[Member], expired: Mapping[str, str] | None = None
+) -> tuple[list[tuple[str, str]], list[str]]:
     """OS-upgrade and lock_group requests: (node, request id) to grant now (oldest request
-    first, through the budget), and nodes whose grant is stale (request withdrawn)."""
+    first, through the budget), and nodes whose grant is stale (request withdrawn) or held past
+    its deadline (``expired``: node -> the request id whose grant was held too long; that
+    request is not granted again, the node asks anew with a new id)."""
+    expired = expired or {}
     grant = []
     for node in sorted(nodes, key=lambda n: n.name):
         if not node.request or node.granted == node.request or budget.held(node.name):
+            continue
+        if expired.get(node.name) == node.request:
             continue
         if not node.down and budget.take(node.name):
             grant.append((node.name, node.request))
     granted = {name for name, _ in grant}
     revoke = [
-        n.name for n in nodes if n.granted and n.granted != n.request and n.name not in granted
+        n.name
+        for n in nodes
+        if n.granted
+        and (n.granted != n.request or expired.get(n.name) == n.granted)
+        and n.name not in granted
     ]
     return grant, revoke
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 from nodemanager.api import InvalidObject
 from nodemanager.api.nodereport import set_condition
 from nodemanager.api.pool import CONFLICT_CONDITION, DEFAULT_POOL, NodePool, default_pool
+from nodemanager.controller.access import trusted
 from nodemanager.controller.effects import Effect, Outcome, Write
 from nodemanager.controller.events import Note, names
 from nodemanager.controller.pools import (
@@ -42,6 +44,7 @@ PLACEMENTS_PER_SYNC = 200
 # relist past it, an edit since, the node deleted and created again) and made again: the
 # timeout of ReplicaSet's expectations.
 SEEN_WITHIN = 300.0
+GRANT_BACKOFF_BASE, GRANT_BACKOFF_CAP = 1.0, 60.0  # seconds between one node's grants
 
 
 @dataclass
@@ -55,6 +58,49 @@ class PoolMemory(StatusWrites):
     # yet. A sync computes from the cache; when the watch lags behind the last sync's writes
     # (5,000 nodes on a loaded server), the same nodes look unplaced and were written again.
     spec_written: dict[tuple[str, str], tuple[dict[str, Any], float]] = field(default_factory=dict)
+    # node -> (the grant it holds, when this controller first saw it held): a grant held past
+    # the deadline is taken back (a host that never gives its slot back holds its pool).
+    held_since: dict[str, tuple[str, float]] = field(default_factory=dict)
+    expired: dict[str, str] = field(default_factory=dict)  # node -> request taken back
+    self_labels_warned: set[tuple[str, str]] = field(default_factory=set)  # (pool, rv)
+    # node -> (grants in a row, each within GRANT_BACKOFF_CAP of the last; the last one's time)
+    grant_streak: dict[str, tuple[int, float]] = field(default_factory=dict)
+
+    def grant_wait(self, node: str, mono: float) -> float:
+        """Seconds before ``node`` may be granted again: each status.disruption.id a node
+        writes cost a controller write (100 ids in 38 s were 37 grants, issue 37). A grant
+        soon after the last doubles the wait (1 s, 2 s, ... 60 s); a node that asks now and
+        then (an OS upgrade a week) never waits."""
+        streak, last = self.grant_streak.get(node, (0, -math.inf))
+        if mono - last > GRANT_BACKOFF_CAP:
+            return 0.0
+        return max(0.0, last + min(GRANT_BACKOFF_CAP, GRANT_BACKOFF_BASE * 2.0**streak) - mono)
+
+    def granted(self, node: str, mono: float) -> None:
+        streak, last = self.grant_streak.get(node, (0, -math.inf))
+        self.grant_streak[node] = (streak + 1 if mono - last <= GRANT_BACKOFF_CAP else 0, mono)
+
+    def expire(self, members: Sequence[Member], mono: float, deadline: float) -> dict[str, str]:
+        """node -> the request whose grant was held past ``deadline`` seconds (0: never).
+        Measured on this controller's clock from when it first saw the grant: a restarted
+        controller starts counting again, which only ever gives more time."""
+        held = {m.name: m.granted for m in members if m.granted and m.granted == m.request}
+        self.held_since = {
+            node: prior if (prior := self.held_since.get(node)) and prior[0] == grant
+            else (grant, mono)
+            for node, grant in held.items()
+        }  # fmt: skip
+        requests = {m.name: m.request for m in members}
+        self.expired = {n: r for n, r in self.expired.items() if requests.get(n) == r}
+        if deadline > 0:
+            for node, (grant, since) in self.held_since.items():
+                if mono - since > deadline and node not in self.expired:
+                    log.warning(
+                        "ManagedNode %s held its disruption grant %s %.0f s, past the "
+                        "deadline of %.0f s: taken back", node, grant, mono - since, deadline,
+                    )  # fmt: skip
+                    self.expired[node] = grant
+        return self.expired
 
     def applied(
         self, name: str, done: Sequence[Effect], mono: float, resource_version: str
@@ -115,9 +161,12 @@ def reconcile(
     mono: float,
     progress_period: float = 0.0,
     revisions: Collection[str] = (),
+    trust_node_labels: bool = False,
+    grant_deadline: float = 0.0,
 ) -> tuple[Budget, list[Work]]:
     """This sync's budget, and the writes that bring pools and memberships up to date;
-    ``revisions``: the names of the ControllerRevisions in the cache."""
+    ``revisions``: the names of the ControllerRevisions in the cache; ``grant_deadline``:
+    seconds a disruption grant may be held (0: no limit)."""
     work: list[Work] = []
     if not any(p["metadata"]["name"] == DEFAULT_POOL for p in raw_pools):
         create = Write("pool_created", "create_pool", (default_pool(namespace),))
@@ -125,7 +174,11 @@ def reconcile(
     pools, invalid = parse(raw_pools, memory)
     members = [Member.of(raw, view) for raw, view in zip(nodes, views, strict=True)]
     targets = [Target.of(cs) for cs in configsets]
-    budget, why = Budget.of(pools, members, targets, dt.datetime.now(dt.UTC))
+    budget, why = Budget.of(
+        pools, members, targets, dt.datetime.now(dt.UTC), trust_node_labels=trust_node_labels
+    )
+    if not trust_node_labels:
+        work += _self_reported_selectors(raw_pools, pools, memory)
     raw_of = {n["metadata"]["name"]: n for n in nodes}
 
     # Writes made and not in the cache yet stay remembered; the rest (shown, no longer
@@ -165,10 +218,16 @@ def reconcile(
             rv = str(raw_of[member.name]["metadata"].get("resourceVersion", ""))
             write = Write("pool_condition", "patch_node_conditions", (member.name, rv, conditions))
             work.append((f"pool_condition/{member.name}", rv, Outcome((write,))))
-    granted, revoked = grants(budget, members)  # counted in the budget, written or not
+    expired = memory.expire(members, mono, grant_deadline)
+    granted, revoked = grants(budget, members, expired)  # counted in the budget, written or not
     for node, grant in [*granted, *((node, None) for node in revoked)]:
-        if due("grant", node, {GRANT_FIELD: grant}):
+        wait = memory.grant_wait(node, mono) if grant else 0.0
+        if wait > 0:  # a node churning request ids: its next grant waits (backed off)
+            work.append((f"grant-backoff/{node}", "", Outcome(requeue_after=wait)))
+        elif due("grant", node, {GRANT_FIELD: grant}):
             on_node(node, "grant", {GRANT_FIELD: grant}, ())
+            if grant:
+                memory.granted(node, mono)
     memory.spec_written = unseen
     parsed = {p.name: p for p in pools}
     for raw in raw_pools:
@@ -195,6 +254,37 @@ def reconcile(
             (f"NodePool/{found.name}", str(raw["metadata"].get("resourceVersion")), outcome)
         )
     return budget, work
+
+
+def _self_reported_selectors(
+    raw_pools: Sequence[Mapping[str, Any]], pools: Sequence[NodePool], memory: PoolMemory
+) -> list[Work]:
+    """A Warning Event (once per resourceVersion) on each NodePool whose nodeSelector names a
+    label nodes set on themselves: it selects no node through it (``pools.assign``)."""
+    work: list[Work] = []
+    raw_of = {r["metadata"]["name"]: r for r in raw_pools}
+    for pool in pools:
+        raw = raw_of.get(pool.name)
+        if raw is None or pool.selector is None:
+            continue
+        keys = [k for k, _ in pool.selector.match_labels]
+        keys += [e.key for e in pool.selector.match_expressions]
+        spoofable = sorted({k for k in keys if not trusted({k: ""})})
+        rv = str(raw["metadata"].get("resourceVersion", ""))
+        if not spoofable or (pool.name, rv) in memory.self_labels_warned:
+            continue
+        memory.self_labels_warned.add((pool.name, rv))
+        message = (
+            f"spec.nodeSelector uses {', '.join(spoofable)}, set by each node on itself: it "
+            "is not used for membership (a node could move itself into this pool); select on "
+            "labels an administrator sets, or run the controller with --trust-node-labels"
+        )
+        log.warning("NodePool %s: %s", pool.name, message)
+        note = Note("SelfReportedLabel", message, key="nodeSelector", warning=True)
+        work.append(
+            (f"NodePool-warning/{pool.name}", rv, Outcome((), (note,), involved(raw, "NodePool")))
+        )
+    return work
 
 
 def _status(

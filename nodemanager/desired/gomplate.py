@@ -6,14 +6,21 @@ Covers what docs/migrating-templates.md lists: ``(ds "data")`` data (``.Node.Lab
 ``eq``/``ne``/``not``/``and``/``or``/``len``, and the ``{{-``/``-}}`` trim markers. Go field
 names become the API's (``PublicKey`` -> ``publicKey``). Anything else is not guessed at: the
 action is reported with its line, and the caller keeps the template as it was.
+
+Bounded, as everything that reads a ConfigSet author's text (issue 37): actions are found by a
+linear scan (a regular expression over ``{{`` without ``}}`` was quadratic), an action nested
+deeper than ``MAX_DEPTH`` parentheses is reported, not followed (RecursionError), and so is
+each action of a template past ``MAX_ACTIONS``.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-_ACTION = re.compile(r"\{\{(-\s)?(.*?)(\s-)?\}\}", re.S)
+MAX_DEPTH = 64  # parentheses in one action
+MAX_ACTIONS = 10_000
 _TOKEN = re.compile(r'(\s*)("(?:[^"\\]|\\.)*"|\(|\)|\||\[[^\]]*\]|[^\s()|\[]+)')
 _GLUED = "\x01"  # marks a field or [key] written right after the term before it
 _ROOT = {"Node": "node", "Nodes": "nodes"}
@@ -43,6 +50,7 @@ class _Scope:
     def __init__(self) -> None:
         self.dots: list[str] = []  # the element name of each enclosing range
         self.blocks: list[str] = []  # "for" | "if"
+        self.depth = 0  # parentheses open in the action being translated
 
 
 def _path(text: str, scope: _Scope, test: bool) -> str:
@@ -66,8 +74,12 @@ def _path(text: str, scope: _Scope, test: bool) -> str:
 def _term(tokens: list[str], scope: _Scope, test: bool) -> str:
     tok = tokens.pop(0)
     if tok == "(":
+        scope.depth += 1
+        if scope.depth > MAX_DEPTH:
+            raise Untranslatable(f"nested deeper than {MAX_DEPTH} parentheses")
         inner = _pipeline(tokens, scope, test, stop=")")
         tokens.pop(0)
+        scope.depth -= 1
         value = inner
     elif tok.startswith('"') or re.fullmatch(r"-?[0-9.]+|true|false", tok):
         return {"true": "true", "false": "false"}.get(tok, tok)
@@ -206,20 +218,42 @@ def _statement(body: str, scope: _Scope) -> str:
     return "{ " + _expr(body, scope) + " }"
 
 
+def _actions(template: str) -> Iterator[tuple[int, int, str, bool, bool]]:
+    """(start, end, body, left trim, right trim) of each ``{{ ... }}``, in one linear scan:
+    an action ends at the first ``}}`` after it opens."""
+    pos = 0
+    while (start := template.find("{{", pos)) >= 0:
+        end = template.find("}}", start + 2)
+        if end < 0:
+            return
+        body = template[start + 2 : end]
+        left = len(body) >= 2 and body[0] == "-" and body[1].isspace()
+        right = len(body) >= 2 and body[-1] == "-" and body[-2].isspace()
+        body = body[2 if left else 0 : len(body) - 2 if right else len(body)]
+        yield start, end + 2, body, left, right
+        pos = end + 2
+
+
 def translate(template: str) -> Translation:
     """The Jinja2 for a gomplate ``template``; problems name each action left untranslated."""
     scope, out, problems, pos = _Scope(), [], [], 0
-    for m in _ACTION.finditer(template):
-        out.append(template[pos : m.start()])
-        pos = m.end()
-        line = template.count("\n", 0, m.start()) + 1
+    line, counted = 1, 0  # line numbers counted as the scan goes: linear in the text
+    for n, (start, end, body, trim_left, trim_right) in enumerate(_actions(template)):
+        out.append(template[pos:start])
+        pos = end
+        line += template.count("\n", counted, start)
+        counted = start
+        whole = template[start:end]
+        scope.depth = 0
         try:
-            stmt = _statement(m.group(2).strip(), scope)
-        except (Untranslatable, IndexError) as e:
-            problems.append(f"line {line}: {m.group(0)}: {e}")
-            out.append(m.group(0))
+            if n >= MAX_ACTIONS:
+                raise Untranslatable(f"past {MAX_ACTIONS} actions in one template")
+            stmt = _statement(body.strip(), scope)
+        except (Untranslatable, IndexError, RecursionError) as e:
+            problems.append(f"line {line}: {whole[:200]}: {e}")
+            out.append(whole)
             continue
-        left, right = ("-" if m.group(1) else ""), ("-" if m.group(3) else "")
+        left, right = ("-" if trim_left else ""), ("-" if trim_right else "")
         out.append("{" + stmt[0] + left + " " + stmt[1:-1].strip() + " " + right + stmt[-1] + "}")
     out.append(template[pos:])
     if scope.blocks:

@@ -8,7 +8,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import jinja2
-import jinja2.nodes
 from jinja2.sandbox import SandboxedEnvironment
 
 
@@ -58,10 +57,7 @@ def error_message(e: Exception) -> str | None:
     return None
 
 
-def names_loaded(env: SandboxedEnvironment, template: str) -> frozenset[str]:
-    """The names a template loads, from its parsed AST; nothing when it does not parse."""
-    try:
-        tree = env.parse(template)
-    except jinja2.TemplateSyntaxError:
-        return frozenset()
-    return frozenset(n.name for n in tree.find_all(jinja2.nodes.Name) if n.ctx == "load")
+def names_lexed(env: SandboxedEnvironment, template: str) -> frozenset[str]:
+    """The name tokens of a template, from Jinja's lexer (iterative: no recursion, no parse);
+    raises TemplateSyntaxError when it does not lex."""
+    return frozenset(value for _, kind, value in env.lex(template) if kind == "name")

@@ -12,9 +12,10 @@ backwards, any case): `split`, slicing and case filters make new spellings no li
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 REDACTED = "<redacted>"
 WITHHELD = "the message is withheld: it may contain a Secret value"
@@ -54,3 +55,16 @@ def scrub(message: str, values: Iterable[object]) -> str:
             return WITHHELD
         message = message.replace(form, REDACTED)
     return WITHHELD if _derived(message, secrets) else message
+
+
+def decoded(secrets: Mapping[str, Mapping[str, str]]) -> list[str]:
+    """Every value of Secrets as the API gives them (name -> key -> base64), as text to scrub;
+    a value that is not UTF-8 is scrubbed as its base64."""
+    out: list[str] = []
+    for data in secrets.values():
+        for value in data.values():
+            try:
+                out.append(base64.b64decode(value).decode("utf-8"))
+            except (binascii.Error, UnicodeDecodeError, ValueError):
+                out.append(value)
+    return out

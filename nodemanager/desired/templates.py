@@ -19,6 +19,9 @@ import binascii
 import functools
 import hashlib
 import json
+import re
+import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -146,17 +149,66 @@ def render_file(f: File, data: TemplateData) -> Rendered:
     raise TemplateError(f.path, scrub(message, secrets.values()))
 
 
-@functools.lru_cache(maxsize=1024)
-def names_read(template: str) -> frozenset[str]:
-    """The names a template loads (``node``, ``nodes``), from its parsed AST; a template that
-    does not parse reads nothing (rendering reports its syntax error).
+# The names of the data that templates may read and that a cache key must then include.
+DATA_NAMES = frozenset({"node", "nodes"})
+_DATA_WORD = re.compile(r"(?<![\w])(nodes?)(?![\w])")
+LEX_MAX = 8 << 10  # characters: a longer template is judged by its words alone
+_LEXED_MAX = 4096  # entries of (32-byte digest -> at most two names): under 1 MB in all
+_lexed: OrderedDict[bytes, frozenset[str]] = OrderedDict()
+# CPU seconds of lexing per window: two hundred 8 KiB templates of dense tokens (one ConfigSet
+# at the API's size limit) lexed at once cost 25 s on a loaded machine. Past the budget a
+# template is judged by its words (not cached), and lexed once the window has turned.
+LEX_BUDGET, LEX_WINDOW = 1.0, 10.0
+_lex_window = [0.0, 0.0]  # [window start, seconds spent in it] (monotonic)
 
-    Only parsed, never compiled: jinja2.meta's introspection generates code, which folds
-    constants in this process. A name the template also sets itself counts as read, which can
-    only mean rendering again when it did not need to."""
+
+def names_read(template: str) -> frozenset[str]:
+    """Which of ``node`` and ``nodes`` a template may read, without parsing it.
+
+    Jinja's parser is recursive and unbounded in time: 70 nested parentheses (or 244 nested
+    ifs, a 990-term sum) raised RecursionError in the agent itself and stopped every
+    reconcile, and a 1.2 MB template took seconds per pass, all outside the render child's
+    limits. So this process never parses a template (the render child does, under its limits):
+
+    - a template that does not spell the word reads nothing (no loader, no ``vars()``, and the
+      sandbox refuses the underscore attributes that reach the context, so a name is only ever
+      loaded by spelling it); one regular expression, linear in the text;
+    - a short one (``LEX_MAX``) is lexed, which is iterative and linear: a word in the literal
+      text (``nodes: 3``) or a string is not a name, and must not start a watch of every node;
+    - a longer one, or one that does not lex, counts as reading each word it spells: the cost
+      of a wrong guess is a re-render when that data changes, never a stale file.
+
+    Lexed results are cached by the text's digest, at most ``_LEXED_MAX`` entries, so the cache
+    stays small whatever the texts (an lru_cache keyed by whole texts held 300 MB), and lexing
+    takes at most ``LEX_BUDGET`` seconds per ``LEX_WINDOW``."""
+    words = frozenset(_DATA_WORD.findall(template))
+    if not words or len(template) > LEX_MAX:
+        return words
+    key = hashlib.sha256(template.encode("utf-8", "surrogatepass")).digest()
+    found = _lexed.get(key)
+    if found is None:
+        now = time.monotonic()
+        if now - _lex_window[0] > LEX_WINDOW:
+            _lex_window[:] = [now, 0.0]
+        if _lex_window[1] >= LEX_BUDGET:
+            return words
+        found = _lexed_names(template, words)
+        _lex_window[1] += time.monotonic() - now
+        _lexed[key] = found
+        if len(_lexed) > _LEXED_MAX:
+            _lexed.popitem(last=False)
+    else:
+        _lexed.move_to_end(key)
+    return found
+
+
+def _lexed_names(template: str, words: frozenset[str]) -> frozenset[str]:
     from nodemanager.desired import jinja
 
-    return jinja.names_loaded(_env(), template)
+    try:
+        return jinja.names_lexed(_env(), template) & DATA_NAMES
+    except Exception:  # does not lex: rendering reports it; until then assume the words
+        return words
 
 
 def _digest(value: object) -> str:
@@ -178,6 +230,14 @@ class Renderer:
         # The file the last pass's budget ran out on: it goes last in the next pass, so one
         # template slower than a whole pass (a loaded machine) cannot hold back every other.
         self._cut: str | None = None
+        # The files a pass that spent its budget had to render: the pass right after it
+        # renders none of them (each shows what it showed last, which is what is applied),
+        # so a change to anything else that arrived meanwhile applies one pass later, not two
+        # (30 spinning templates held an unrelated change 40 s against 20 s per pass, issue
+        # 37). By path, not key: this node's own status write changes the keys of templates
+        # reading ``node``, and the same text keeps the status (and those keys) still.
+        self._resting: frozenset[str] = frozenset()
+        self._last: dict[str, Rendered | TemplateError] = {}  # by path, as last returned
 
     def _key(self, f: File, data: TemplateData, node: str, nodes: str) -> str:
         refs = [
@@ -200,24 +260,39 @@ class Renderer:
         keys = [self._key(f, data, node, nodes) for f in files]
         missing = [i for i, k in enumerate(keys) if k not in self._cache]
         missing.sort(key=lambda i: keys[i] == self._cut)  # stable: the rest keep their order
-        self._cut = None
+        resting, self._resting = self._resting, frozenset()
+        if not resting:  # a resting pass keeps the cut for the pass after it
+            self._cut = None
         fresh: dict[str, Rendered | TemplateError] = {}
-        retry: dict[str, TemplateError] = {}
-        if missing:
+        retry: dict[str, Rendered | TemplateError] = {}  # returned, not cached
+        for i in [i for i in missing if files[i].path in resting]:
+            path = files[i].path
+            retry[keys[i]] = self._last.get(path) or TemplateError(path, _RESTING)
+        todo = [i for i in missing if files[i].path not in resting]
+        spent = False
+        if todo:
             _env()  # Jinja2 loaded here, once: the forked render child inherits it
-            jobs = [_job(files[i], data) for i in missing]
-            for i, out in zip(missing, run_limited(jobs, self.limits), strict=True):
+            jobs = [_job(files[i], data) for i in todo]
+            for i, out in zip(todo, run_limited(jobs, self.limits), strict=True):
                 f = files[i]
                 if isinstance(out, BudgetSpent):  # not its own fault: tried again next time
                     retry[keys[i]] = TemplateError(f.path, str(out))
                     self._cut = self._cut or keys[i]
+                    spent = True
                 elif isinstance(out, JobFailed):
                     fresh[keys[i]] = TemplateError(f.path, str(out))
                 else:
                     fresh[keys[i]] = Rendered(out, secret=bool(f.secret_refs))
+        if spent and not resting:
+            self._resting = frozenset(files[i].path for i in todo)
         kept = [k for k in keys if k not in retry]
         self._cache = {k: fresh[k] if k in fresh else self._cache[k] for k in kept}
-        return [self._cache[k] if k in self._cache else retry[k] for k in keys]
+        results = [self._cache[k] if k in self._cache else retry[k] for k in keys]
+        self._last = {f.path: r for f, r in zip(files, results, strict=True)}
+        return results
+
+
+_RESTING = "not rendered: the last pass spent its render budget; tried again next pass"
 
 
 def _job(f: File, data: TemplateData) -> Callable[[], str]:

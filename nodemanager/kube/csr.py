@@ -124,6 +124,14 @@ def approve(api: client.ApiClient, csr: Mapping[str, Any], reason: str, message:
         raise translate(e) from e
 
 
+def delete(api: client.ApiClient, name: str) -> None:
+    """Delete a CSR (one a newer request of the same node replaced)."""
+    try:
+        client.CertificatesV1Api(api).delete_certificate_signing_request(name)
+    except KUBE_ERRORS as e:
+        raise translate(e) from e
+
+
 Grant = tuple[str, str, str, str]  # verb, API group, resource, subresource
 
 
@@ -162,4 +170,4 @@ def may(
     return bool(review.status and review.status.allowed)
 
 
-__all__ = ["CSRS", "KubeError", "NotIssued", "approve", "failure", "may", "submit"]
+__all__ = ["CSRS", "KubeError", "NotIssued", "approve", "delete", "failure", "may", "submit"]

@@ -41,6 +41,7 @@ class LeaderElector:
         self.lease_duration, self.renew_deadline = lease_duration, renew_deadline
         self.retry_period = retry_period
         self.leading = threading.Event()
+        self.renewed_at = 0.0  # monotonic time of the last successful acquire or renew
         self._lease: client.V1Lease | None = None
         self._observed: tuple[str, str] | None = None  # (holder, renewTime) last seen changing
         self._observed_at = 0.0
@@ -120,6 +121,13 @@ class LeaderElector:
             log.warning("could not release leader Lease: %s", translate(e))
         self.leading.clear()
 
+    def valid(self) -> bool:
+        """Whether this replica may still write as the leader: it leads and renewed within the
+        renew deadline by the clock *now*. A leader paused past its Lease (SIGSTOP, a VM
+        frozen) must not finish the sync it was in: its elector thread may notice later than
+        the next write (it once admitted a node 12 ms after "lost leadership")."""
+        return self.leading.is_set() and time.monotonic() - self.renewed_at <= self.renew_deadline
+
     def run(self, stop: threading.Event, lost: Callable[[], None]) -> None:
         """Campaign, then renew, until ``stop``; call ``lost`` once when leadership ends."""
         last_renew = 0.0
@@ -131,7 +139,7 @@ class LeaderElector:
                 ok = False
             now = time.monotonic()
             if ok:
-                last_renew = now
+                last_renew = self.renewed_at = now
                 if not self.leading.is_set():
                     log.info(
                         "became leader (%s/%s as %s)", self.namespace, self.name, self.identity

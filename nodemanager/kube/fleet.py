@@ -226,6 +226,9 @@ class FleetClient:
     def approve_csr(self, request: Mapping[str, Any], reason: str, message: str) -> None:
         csr.approve(self.clients.get(), request, reason, message)
 
+    def delete_csr(self, name: str) -> None:
+        csr.delete(self.clients.get(), name)
+
     def patch_node_spec(self, node: str, spec: Mapping[str, Any]) -> None:
         """Merge ``spec`` into a ManagedNode's spec (fields nodes may not write; null deletes):
         its pool, a disruption slot granted."""

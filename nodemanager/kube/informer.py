@@ -46,6 +46,7 @@ class Informer:
         on_list: Callable[[str], None] | None = None,
         label_selector: str | None = None,
         ignore_status: bool = False,
+        keep: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None,
     ):
         self.kind = kind
         self.clients = clients
@@ -58,6 +59,9 @@ class Informer:
         # Drop updates that change only status (and the resourceVersion): the agent must not
         # re-reconcile and re-report each time the controller summarises a ConfigSet.
         self.ignore_status = ignore_status
+        # What of each object the cache holds (None: not the object at all): a controller
+        # caching CSRs keeps its own requests' small parts, never everyone's bodies.
+        self.keep = keep
         self.synced = threading.Event()
         self.lists = 0  # how many full lists were made: tests and metrics read it
         self._items: dict[str, dict[str, Any]] = {}
@@ -101,7 +105,10 @@ class Informer:
         api = self.clients.get()
         result = self.kind.lister(api)(namespace=self.namespace, **self._kwargs())
         result = api.sanitize_for_serialization(result)
-        items = {i["metadata"]["name"]: i for i in result.get("items", [])}
+        listed = result.get("items", [])
+        if self.keep is not None:
+            listed = [k for k in map(self.keep, listed) if k is not None]
+        items = {i["metadata"]["name"]: i for i in listed}
         with self._lock:
             items = {
                 n: self._items[n] if self._same_but_status(self._items.get(n), i) else i
@@ -145,6 +152,12 @@ class Informer:
                 self._rv = meta.get("resourceVersion", self._rv)
                 if kind == "BOOKMARK":
                     continue
+                if self.keep is not None and kind != "DELETED":
+                    kept = self.keep(obj)
+                    if kept is None:  # not (or no longer) one to cache
+                        kind = "DELETED"
+                    else:
+                        obj = kept
                 with self._lock:
                     if kind == "MODIFIED" and self._same_but_status(
                         self._items.get(meta["name"]), obj

@@ -353,3 +353,86 @@ def test_unapproved_bootstrap_gives_up_in_one_line_and_writes_nothing(fleet, api
     assert not Path(credential_path(str(fleet.directory / f"{host}.kubeconfig"))).exists()
     name = last.split("kubectl certificate approve ")[1].rstrip(")")
     assert "neither node" in left_pending(api_client, fleet.namespace, name)
+
+
+def test_a_nodes_requests_are_bounded_in_size_and_number(fleet, api_client):
+    """Issue 37: 60 requests of 1.1 MB in 55 s stored 65 MB and doubled the controller. Now
+    the admission policy refuses a node's request over 4096 bytes, only a node's newest
+    pending request is kept, and the controller caches no one else's."""
+    host = f"flood-{uuid.uuid4().hex[:6]}"
+    boot = fleet.admit(host)
+    node = config.new_client_from_config(str(boot))
+    ns = fleet.namespace
+    try:
+        padded = b"x" * (1 << 20) + b"\n" + nodecert.new_request(ns, host)[1]
+        with pytest.raises((client.ApiException, KubeError)) as refused:
+            csr.submit(node, f"{host}-big-", padded, nodecert.SIGNER, nodecert.USAGES, 3600)
+        assert refused.value.status in (403, 422)
+        assert "at most 4096 bytes" in str(refused.value)
+    finally:
+        node.close()
+    # Pending (a month is too long to approve): each newer one replaces the one before.
+    # Created in one second, they are ordered by the version they were created at.
+    names = [submit_as(boot, host, seconds=30 * 86400) for _ in range(3)]
+
+    def only_newest():
+        mine = {r["metadata"]["name"] for r in requests(api_client)}
+        assert mine & set(names) == {names[-1]}, mine & set(names)
+        return True
+
+    eventually(only_newest, timeout=60, message="the older pending requests deleted")
+    # Requests of other signers are not even listed by the controller: its memory stays flat.
+    before = fleet.controller.rss_mb()
+    admin = client.CertificatesV1Api(api_client)
+    made = []
+    try:
+        for _ in range(20):
+            body = client.V1CertificateSigningRequest(
+                metadata=client.V1ObjectMeta(generate_name="other-signer-"),
+                spec=client.V1CertificateSigningRequestSpec(
+                    request=base64.b64encode(padded).decode(),
+                    signer_name="example.com/other",
+                    usages=["client auth"],
+                ),
+            )
+            made.append(admin.create_certificate_signing_request(body).metadata.name)
+        name = submit_as(boot, host, seconds=30 * 86400)  # one more of the node's: a sync ran
+        eventually(lambda: events_about(api_client, ns, name), timeout=60, message="judged")
+        grown = fleet.controller.rss_mb() - before
+        assert grown < 12, f"controller RSS grew {grown:.0f} MB with 20 MB of other requests"
+    finally:
+        for n in made:
+            admin.delete_certificate_signing_request(n)
+
+
+def test_a_request_filed_before_revoke_is_not_approved_after_it(
+    csr_signer, kubeconfig, api_client, tmp_path
+):
+    """The ServiceAccount files a request while the controller is down; `revoke` runs; the
+    controller comes back. The SubjectAccessReview asked about the ServiceAccount, whose
+    binding revoke keeps, and approved it (issue 37). Now the certificate user is asked too."""
+    namespace = f"nm-revoke-{uuid.uuid4().hex[:6]}"
+    kubectl_apply(kubeconfig, nm("rbac", "--shared", "--namespace", namespace).stdout)
+    host = f"gone-{uuid.uuid4().hex[:6]}"
+    out = nm("rbac", "--hostname", host, "--namespace", namespace, "--certificate")
+    assert out.returncode == 0, out.stderr
+    kubectl_apply(kubeconfig, out.stdout)
+    boot = tmp_path / "boot.kubeconfig"
+    issued = nm(
+        "token", "--hostname", host, "--kubeconfig", kubeconfig,
+        "--namespace", namespace, "--ttl", "10m", "--out", str(boot),
+    )  # fmt: skip
+    assert issued.returncode == 0, issued.stderr
+    name = submit_as(boot, host)  # exactly what the node may have
+    out = nm("revoke", "--hostname", host, "--kubeconfig", kubeconfig, "--namespace", namespace)
+    assert out.returncode == 0, out.stderr
+    own = shipped_kubeconfig(kubeconfig, namespace, tmp_path)
+    controller = ControllerProcess(
+        own, namespace, tmp_path, "--sync-period", "1s", "--approve-node-certificates"
+    ).start()
+    try:
+        eventually(controller.leading, timeout=120, message="controller ready")
+        message = left_pending(api_client, namespace, name)
+        assert f"no longer holds node {host}'s grant" in message
+    finally:
+        assert controller.stop() == 0

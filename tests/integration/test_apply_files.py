@@ -267,3 +267,27 @@ def test_rendered_playbook_runs_as_is_with_ansible_playbook(tmp_path):
     assert (
         tmp_path / "handler-cwd"
     ).read_text() == "/\n"  # the handler ran, from / as the fast path runs it
+
+
+def test_template_that_breaks_the_parser_fails_alone_and_the_rest_applies(tmp_path):
+    """70 nested parentheses (147 bytes) raised RecursionError in the command itself, which
+    wrote neither file (issue 37): now it is that file's error and the plain one applies."""
+    nested = "{{ " + "(" * 70 + "1" + ")" * 70 + " }}"
+    cfg = write_configsets(
+        tmp_path / "cs.yaml",
+        {
+            "name": "bad",
+            "spec": {"selector": ALL, "files": [{"path": f"{tmp_path}/bad", "template": nested}]},
+        },
+        {
+            "name": "plain",
+            "spec": {"selector": ALL, "files": [{"path": f"{tmp_path}/plain", "content": "p"}]},
+        },
+    )
+    result = nm("apply", "-f", str(cfg))
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "spec.files[0].template" in result.stdout + result.stderr
+    assert "RecursionError" in result.stdout + result.stderr
+    assert (tmp_path / "plain").read_text() == "p"
+    assert not (tmp_path / "bad").exists()

@@ -50,3 +50,32 @@ def test_a_stored_digest_of_a_path_declared_secret_fed_now_is_removed():
         "/etc/app/secret.conf": None,
         "/etc/plain": B,
     }
+
+
+def test_a_secret_fed_file_made_absent_keeps_its_digest_out_of_status(tmp_path):
+    """The plan that removes it no longer says Secret-fed; the agent remembers it was, across
+    a restart too (issue 37: the digest of the Secret's content reached status)."""
+    import hashlib
+
+    from nodemanager.agent.hostfeatures import HostFeatures
+    from nodemanager.api import ConfigSet
+    from nodemanager.desired.merge import merge
+    from nodemanager.playbook.build import build
+
+    target, state = tmp_path / "token", str(tmp_path / "state")
+    target.write_text("s3cret-token\n")
+    digest = hashlib.sha256(b"s3cret-token\n").hexdigest()
+    host = HostFeatures(state)
+    out, _ = host.status({}, {}, full=False, secret={str(target)})  # the pass that wrote it
+    assert str(target) not in out["fileBackups"]
+    host = HostFeatures(state)  # a restart in between
+    spec = {"files": [{"path": str(target), "ensure": "absent"}]}
+    plan = build(
+        merge([ConfigSet.from_dict({"metadata": {"name": "c"}, "spec": spec})]), "debian", "n"
+    )
+    host.before_change(plan, {})([f"file:{target}"])
+    (saved,) = host.backups.index()[str(target)]
+    assert saved.secret and saved.sha256 == digest
+    out, _ = host.status({"status": {"fileBackups": {str(target): digest}}}, {}, full=False)
+    assert out["fileBackups"][str(target)] is None  # removed from the stored status
+    assert digest not in repr(out)

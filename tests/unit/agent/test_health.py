@@ -34,6 +34,27 @@ def test_healthz_fails_while_a_reconcile_runs_past_the_limit():
         server.server_close()
 
 
+def test_reconciles_that_cannot_complete_fail_readyz_at_once_and_healthz_past_the_limit():
+    ready, liveness = threading.Event(), Liveness(stuck_after=60, failing_after=30)
+    ready.set()
+    server = serve_health("127.0.0.1:0", ready, liveness)
+    port = server.server_address[1]
+    try:
+        assert get(port, "/readyz") == 200 and get(port, "/healthz") == 200
+        liveness.failed("OSError: disk full")
+        assert get(port, "/readyz") == 503  # at once
+        assert get(port, "/healthz") == 200  # not yet past the limit
+        liveness.failed("OSError: disk full")
+        assert liveness.failing_since is not None
+        liveness.failing_since -= 31  # the first failure, 31 s ago
+        assert get(port, "/healthz") == 500 and liveness.alive()  # the Lease is still renewed
+        liveness.completed()
+        assert get(port, "/healthz") == 200 and get(port, "/readyz") == 200
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_a_busy_port_is_logged_not_fatal(caplog):
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))

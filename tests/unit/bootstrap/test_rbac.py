@@ -19,7 +19,7 @@ def test_per_node_output_holds_the_guarded_namespace_then_per_node_objects():
     namespace, policy, binding, *docs = manifests("b", "ns")
     assert namespace == shared_manifests("ns")[0]  # the same document: no label fights
     assert namespace["metadata"]["labels"]["nodemanager.io/keep"] == "true"
-    assert policy["metadata"]["name"] == binding["metadata"]["name"] == "nodemanager-guard-ns-b"
+    assert policy["metadata"]["name"] == binding["metadata"]["name"] == "nodemanager-guard-ns.b"
     [rule] = policy["spec"]["matchConstraints"]["resourceRules"]
     assert rule["operations"] == ["DELETE"] and rule["resourceNames"] == ["ns"]
     assert {d["kind"] for d in docs} == {"ServiceAccount", "Role", "RoleBinding", "Lease"}
@@ -32,7 +32,7 @@ def test_shared_output_holds_the_namespace_and_policies():
     assert (
         kinds.count("ValidatingAdmissionPolicy")
         == kinds.count("ValidatingAdmissionPolicyBinding")
-        == 5
+        == 6
     )
 
 
@@ -143,7 +143,7 @@ def test_certificate_binds_the_nodes_grants_to_its_certificate_user_and_lets_it_
     docs = manifests("b", "ns", drain=True, certificate=True)
     bound = {d["metadata"]["name"] for d in docs if user in d.get("subjects", [])}
     # Every grant but the token Role: a certificate renews by CSR, not by token.
-    assert bound == {"nodemanager-node-b", "nodemanager-drain-ns-b", "nodemanager-csr-ns-b"}
+    assert bound == {"nodemanager-node-b", "nodemanager-drain-ns.b", "nodemanager-csr-ns.b"}
     [csr_role] = [d for d in docs if d["kind"] == "ClusterRole" and "csr" in d["metadata"]["name"]]
     assert csr_role["rules"] == [
         {

@@ -11,11 +11,19 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from nodemanager.api import nodecert
-from nodemanager.controller.csrapprove import decide, note, reconcile
+from nodemanager.controller.csrapprove import (
+    MAX_REQUEST_BYTES,
+    decide,
+    note,
+    reconcile,
+    slim,
+    superseded,
+)
 from nodemanager.controller.effects import apply
 
 NS, HOST = "fleet", "web-1"
 BOOTSTRAP = f"system:serviceaccount:{NS}:nodemanager-{HOST}"
+CERT_USER = f"nodemanager:node:{NS}:{HOST}"
 
 
 def raw(request: bytes, username: str = BOOTSTRAP, **spec) -> dict:
@@ -108,11 +116,13 @@ def test_a_decided_request_is_not_judged_again():
 class Authorizer:
     """The API server's side of a judged request: who may, and what was approved."""
 
-    def __init__(self, allowed: bool) -> None:
-        self.allowed, self.approved = allowed, []
+    def __init__(self, allowed: bool, revoked: bool = False) -> None:
+        self.allowed, self.revoked, self.approved = allowed, revoked, []
 
     def may(self, user, groups, grant, name):
-        return self.allowed and user == BOOTSTRAP and name == HOST
+        # `revoke` takes the certificate user out of the binding and keeps the ServiceAccount's
+        users = {BOOTSTRAP} if self.revoked else {BOOTSTRAP, CERT_USER}
+        return self.allowed and user in users and name == HOST
 
     def approve_csr(self, request, reason, message):
         self.approved.append(request["metadata"]["name"])
@@ -129,3 +139,56 @@ def test_a_request_is_judged_once_per_version_and_only_approved_with_the_grant(a
     reason = said[0].reason
     assert reason == ("CertificateApproved" if allowed else "CertificateNotApproved")
     assert reconcile(request, NS, "1", lambda r, d: None).effects == ()  # judged at version 1
+
+
+def test_a_request_the_service_account_filed_before_revoke_is_not_approved_after_it():
+    said = []
+    outcome = reconcile(raw(node_request()), NS, None, lambda r, d: said.append(note(r, d)[1]))
+    fleet = Authorizer(True, revoked=True)
+    assert apply(outcome, fleet).error is None  # type: ignore[arg-type]
+    assert fleet.approved == [] and "no longer holds node web-1's grant" in said[0].message
+
+
+def test_the_cache_keeps_only_nodes_requests_of_the_signer_without_bodies():
+    pending = raw(node_request())
+    kept = slim(pending, NS)
+    assert kept is not None and kept["spec"]["request"] == pending["spec"]["request"]
+    assert decide(kept, NS, nodecert.MAX_SECONDS).approve
+    assert slim(raw(node_request(), "admin"), NS) is not None  # for a node: judged, said why
+    assert slim(raw(node_request(namespace="other"), "admin"), NS) is None  # not ours
+    assert slim(raw(b"x" * 5000, "admin"), NS) is None
+    other = f"system:serviceaccount:other:nodemanager-{HOST}"
+    assert slim(raw(node_request(namespace="other"), other), NS) is None
+    assert slim(raw(node_request(), signerName="example.com/x"), NS) is None
+    issued = raw(node_request())
+    issued["status"] = {"certificate": base64.b64encode(b"x" * 5000).decode(), "conditions": []}
+    small = slim(issued, NS)
+    assert "request" not in small["spec"] and small["status"]["certificate"] == "issued"
+    assert decide(small, NS, nodecert.MAX_SECONDS) is None  # decided still
+    huge = slim(raw(b"x" * (MAX_REQUEST_BYTES + 1)), NS)
+    assert huge["spec"]["request"] is None and len(repr(huge)) < 1000
+    decision = decide(huge, NS, nodecert.MAX_SECONDS)
+    assert not decision.approve and f"over {MAX_REQUEST_BYTES} bytes" in decision.message
+
+
+def test_of_a_nodes_pending_requests_only_the_newest_is_kept():
+    def at(name, when, username=BOOTSTRAP, decided=False):
+        r = raw(node_request(), username)
+        r["metadata"] = {"name": name, "creationTimestamp": when}
+        if decided:
+            r["status"] = {"conditions": [{"type": "Approved", "status": "True"}]}
+        return r
+
+    requests = [
+        at("a", "2026-01-01T00:00:01Z"),
+        at("b", "2026-01-01T00:00:03Z"),
+        at("c", "2026-01-01T00:00:02Z"),
+        at("d", "2026-01-01T00:00:00Z", decided=True),
+        at("e", "2026-01-01T00:00:00Z", CERT_USER),  # the same node by its certificate: apart
+        at("f", "2026-01-01T00:00:00Z", "admin"),  # an administrator's: one per node named
+    ]
+    requests[-1]["spec"]["request"] = raw(node_request("web-2"))["spec"]["request"]
+    requests.append(at("g", "2026-01-01T00:00:01Z", "admin"))
+    assert superseded(requests, NS) == ["a", "c"]
+    requests.append(at("h", "2026-01-01T00:00:02Z", "admin"))
+    assert superseded(requests, NS) == ["a", "c", "g"]

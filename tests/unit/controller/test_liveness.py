@@ -65,3 +65,15 @@ def test_a_lease_read_now_counts_as_renewed_only_when_its_renew_time_moved():
     later = {"spec": {**LEASE["spec"], "renewTime": "2026-01-01T00:00:30Z"}}
     assert renewed(later, recorded)
     assert renewed(LEASE, "")  # a Lease the cache had not shown at all
+
+
+def test_only_a_lease_its_node_holds_counts_for_it():
+    """A group Lease named like a host (rbac --lease-groups db-1 for web-1) proves nothing
+    about db-1 (issue 37)."""
+    from nodemanager.controller.liveness import own_lease
+
+    held = {"spec": {**LEASE["spec"], "holderIdentity": "db-1"}}
+    group = {"spec": {**LEASE["spec"], "holderIdentity": "web-1"}}
+    assert own_lease(held, "db-1") is held
+    assert own_lease(group, "db-1") is None and own_lease(None, "db-1") is None
+    assert own_lease(LEASE, "db-1") is None  # released: no holder

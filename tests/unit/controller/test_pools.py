@@ -573,3 +573,105 @@ def test_a_placement_as_the_server_stores_it_asks_for_nothing_more(spec):
         (written,) = placements([Member.of(raw)], member, conflicts, pools) or [(name, {})]
         stored = {**raw, "spec": _merge(spec, written[1])}
         assert placements([Member.of(stored)], member, conflicts, pools) == []
+
+
+def test_pool_membership_ignores_labels_a_node_sets_on_itself_unless_trusted():
+    """web-1 labelled itself kubernetes.io/arch=arm64 and took the arm pool's only slot
+    (issue 37): membership now goes by the labels Secret grants trust."""
+    arm = pool("arm", nodeSelector={"matchLabels": {"kubernetes.io/arch": "arm64"}})
+    agent = pool("mine", nodeSelector={"matchLabels": {"agent.nodemanager.io/x": "y"}})
+    admin = pool("db")
+    nodes = [
+        node("web-1", {"kubernetes.io/arch": "arm64", "agent.nodemanager.io/x": "y"}),
+        node("db-1", {"pool": "db", "kubernetes.io/arch": "arm64"}),
+        node("web-2", {"kubernetes.io/hostname": "web-2"}),
+    ]
+    member, conflicts = assign([pool("default"), arm, agent, admin], nodes)
+    assert member == {"web-1": "default", "db-1": "db", "web-2": "default"} and not conflicts
+    member, conflicts = assign([pool("default"), arm, admin], nodes, trust_node_labels=True)
+    assert member["web-1"] == "arm" and conflicts == {"db-1": ["arm", "db"]}
+
+
+def test_a_grant_held_past_the_deadline_is_taken_back_and_that_request_not_granted_again():
+    from nodemanager.controller.poolsync import PoolMemory
+
+    memory = PoolMemory()
+    holder = node("a", request="r-a", spec={"disruptionGranted": "r-a"})
+    waiting = node("b", request="r-b")
+    nodes = [holder, waiting]
+    assert memory.expire(nodes, 0.0, 60.0) == {}
+    b, _ = Budget.of([pool("default")], nodes, [], NOW)
+    assert grants(b, nodes, memory.expire(nodes, 59.0, 60.0)) == ([], [])  # b waits
+    expired = memory.expire(nodes, 61.0, 60.0)
+    assert expired == {"a": "r-a"}
+    assert grants(b, nodes, expired) == ([], ["a"])  # taken back; b next sync
+    gone = [node("a", request="r-a"), waiting]  # the grant is gone, the request stays
+    b, _ = Budget.of([pool("default")], gone, [], NOW)
+    assert grants(b, gone, memory.expire(gone, 62.0, 60.0)) == ([("b", "r-b")], [])
+    again = [node("a", request="r-a2"), node("b", request="r-b", spec={"disruptionGranted": "r-b"})]
+    assert memory.expire(again, 63.0, 60.0) == {}  # a new request is a new grant to wait for
+    assert memory.expire(nodes, 1000.0, 0.0) == {}  # 0: no deadline
+
+
+def test_a_pool_selecting_on_a_self_reported_label_gets_one_warning_event():
+    from nodemanager.controller.poolsync import PoolMemory, reconcile
+    from nodemanager.controller.summary import NodeView
+
+    raw_pool = {
+        "metadata": {"name": "arm", "resourceVersion": "5", "uid": "u"},
+        "spec": {
+            "maxUnavailable": 1,
+            "nodeSelector": {"matchLabels": {"kubernetes.io/arch": "arm64"}},
+        },
+    }
+    raws = [
+        {
+            "metadata": {
+                "name": "w",
+                "labels": {"kubernetes.io/arch": "arm64"},
+                "resourceVersion": "1",
+            },
+            "spec": {"pool": "default"},
+        }
+    ]
+    views = [NodeView.from_dict(r) for r in raws]
+    memory = PoolMemory()
+    kw = {"namespace": "ns", "now": STAMP, "mono": 0.0}
+    budget_, work = reconcile([raw_pool], [], raws, views, memory, **kw)
+    notes = [n for key, _, o in work if key == "NodePool-warning/arm" for n in o.notes]
+    assert len(notes) == 1 and notes[0].warning and "kubernetes.io/arch" in notes[0].message
+    assert budget_.member["w"] == "default"
+    _, work = reconcile([raw_pool], [], raws, views, memory, **kw)
+    assert not [k for k, _, _ in work if k == "NodePool-warning/arm"]  # once per version
+    budget_, work = reconcile(
+        [raw_pool], [], raws, views, PoolMemory(), trust_node_labels=True, **kw
+    )
+    assert budget_.member["w"] == "arm"
+    assert not [k for k, _, _ in work if k == "NodePool-warning/arm"]
+
+
+def test_a_node_churning_request_ids_is_granted_with_a_growing_wait():
+    """100 new status.disruption ids in 38 s cost 37 grant writes (issue 37)."""
+    from nodemanager.controller.poolsync import PoolMemory, reconcile
+    from nodemanager.controller.summary import NodeView
+
+    memory = PoolMemory()
+    pool_raw = {
+        "metadata": {"name": "default", "resourceVersion": "1"},
+        "spec": {"maxUnavailable": 1},
+    }
+    writes, t = 0, 0.0
+    while t < 38.0:
+        raws = [
+            {
+                "metadata": {"name": "w", "labels": {}, "resourceVersion": str(int(t * 10))},
+                "spec": {"pool": "default"},
+                "status": {"disruption": {"id": f"r{t:.1f}", "reason": "OS upgrade"}},
+            }
+        ]
+        views = [NodeView.from_dict(r) for r in raws]
+        _, work = reconcile([pool_raw], [], raws, views, memory, namespace="ns", now=STAMP, mono=t)
+        writes += sum(1 for key, _, o in work if key == "grant/w" and o.effects)
+        t += 0.38
+    assert 4 <= writes <= 8, writes  # 1, 2, 4, 8, 16 s apart: not 37
+    assert memory.grant_wait("w", t + 61) == 0.0  # a node that asks now and then never waits

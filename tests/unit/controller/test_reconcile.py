@@ -208,7 +208,13 @@ def test_a_progress_only_write_waits_and_asks_to_be_requeued():
 
 
 def test_liveness_marks_an_expired_node_once_and_not_after_a_renewal():
-    lease = {"spec": {"renewTime": "2026-01-01T11:00:00Z", "leaseDurationSeconds": 40}}
+    lease = {
+        "spec": {
+            "holderIdentity": "a",
+            "renewTime": "2026-01-01T11:00:00Z",
+            "leaseDurationSeconds": 40,
+        }
+    }
     n = node("a", rv="7")
     assert liveness.reconcile(n, lease, 30.0, None, NOW).effects == ()
     outcome = liveness.reconcile(n, lease, 41.0, None, NOW)
@@ -223,7 +229,13 @@ def test_liveness_marks_an_expired_node_once_and_not_after_a_renewal():
 
 
 def test_a_lease_read_answered_only_after_a_hang_marks_nothing():
-    lease = {"spec": {"renewTime": "2026-01-01T11:00:00Z", "leaseDurationSeconds": 40}}
+    lease = {
+        "spec": {
+            "holderIdentity": "a",
+            "renewTime": "2026-01-01T11:00:00Z",
+            "leaseDurationSeconds": 40,
+        }
+    }
     mark = liveness.reconcile(node("a"), lease, 41.0, None, NOW).effects[0]
     assert isinstance(mark, liveness.MarkUnknown)
     ticks = iter([0.0, liveness.SLOW_READ + 1])
@@ -234,7 +246,13 @@ def test_a_lease_read_answered_only_after_a_hang_marks_nothing():
 
 
 def test_no_answer_from_a_hung_server_is_a_temporary_error_not_a_crash():
-    lease = {"spec": {"renewTime": "2026-01-01T11:00:00Z", "leaseDurationSeconds": 40}}
+    lease = {
+        "spec": {
+            "holderIdentity": "a",
+            "renewTime": "2026-01-01T11:00:00Z",
+            "leaseDurationSeconds": 40,
+        }
+    }
     fleet = Fleet()
     fleet.fail["get_lease"] = urllib3.exceptions.ReadTimeoutError(None, "/lease", "timed out")
     result = apply(liveness.reconcile(node("a"), lease, 41.0, None, NOW), fleet)
@@ -275,7 +293,13 @@ def test_access_writes_the_role_and_binding_once():
 
 
 def test_fencing_is_one_effect_per_lease_record_and_reports_each_step():
-    lease = {"spec": {"renewTime": "2026-01-01T11:00:00Z", "leaseDurationSeconds": 40}}
+    lease = {
+        "spec": {
+            "holderIdentity": "a",
+            "renewTime": "2026-01-01T11:00:00Z",
+            "leaseDurationSeconds": 40,
+        }
+    }
     n = {
         "metadata": {"name": "a"},
         "spec": {"fencing": {"enabled": True, "timeoutSeconds": 30}},
