@@ -126,19 +126,24 @@ def render(
         click.echo(f"note: -o {output_format} is taken as --out {output_format}", err=True)
         output = output or output_format
     local = _local_plan(files, node_labels, os_id, hostname, show_secrets)
-    if local.load_errors or local.errors:
-        # A partial playbook would look like the whole one: nothing is written (as kubectl).
+    refused = bool(local.load_errors or local.errors)
+    if refused and not local.plan.steps:
         click.echo("error: no playbook written: fix the errors above", err=True)
         sys.exit(1)
     from nodemanager.playbook.dump import to_yaml
 
-    text = to_yaml(local.plan.playbook)
+    # What `apply` would run: the resources it refuses (each named above) are left out, the
+    # rest is written, and the exit status says something was refused, as `apply`'s does.
+    text = to_yaml(local.plan.exported, pretty=True)
     if output:
         from nodemanager.fsutil import write_atomic
 
         write_atomic(output, text.encode(), mode=0o600 if local.plan.has_secrets else 0o644)
     else:
         click.echo(text, nl=False)
+    if refused:
+        click.echo("error: the playbook leaves out what the errors above name", err=True)
+        sys.exit(1)
 
 
 _MARK = {"ok": "ok", "changed": "changed", "failed": "FAILED", "skipped": "skipped"}
