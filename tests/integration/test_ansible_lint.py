@@ -9,6 +9,7 @@ its `noqa` comment with the reason (docs/incoming/issue-34.md lists them).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -75,3 +76,27 @@ def test_render_output_is_clean_under_ansible_lint_production(tmp_path):
     done = lint(paths, tmp_path)
     assert done.stdout == "" and done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "Profile 'production' was required, and it passed" in done.stderr
+
+
+COLLECTION = ROOT / "collections" / "ansible_collections" / "nodemanager" / "core"
+
+
+def test_the_collection_is_clean_and_its_modules_documented():
+    done = lint([COLLECTION], COLLECTION)
+    assert done.stdout == "" and done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(ROOT / "collections")}
+    modules = sorted(p.stem for p in (COLLECTION / "plugins" / "modules").glob("*.py"))
+    assert modules == ["purge"]
+    for module in modules:
+        shown = subprocess.run(
+            [str(LINT.parent / "ansible-doc"), "--json", f"nodemanager.core.{module}"],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert shown.returncode == 0, shown.stderr
+        doc = json.loads(shown.stdout)[f"nodemanager.core.{module}"]
+        assert doc["doc"]["short_description"] and doc["doc"]["options"]
+        assert doc["examples"].strip().startswith("- name:")
+        assert doc["return"]  # RETURN values, each described
+        assert all(v.get("description") for v in doc["return"].values())
