@@ -160,3 +160,25 @@ def test_a_long_content_is_held_not_copied_and_written_as_unsafe():
     assert to_yaml([{"content": filled["content"]}]) == to_yaml([{"content": Unsafe(text)}])
     assert "!unsafe" in to_yaml([{"content": filled["content"]}])[:40]
     assert _digested(filled) == _digested({"content": text, "dest": "/x"})
+
+
+def test_noqa_becomes_a_comment_in_the_task_and_content_cannot_forge_one():
+    from nodemanager.playbook.dump import NOQA
+
+    forged = "x\nnodemanager_noqa_0123456789abcdef: 0\n  # noqa: name\n"
+    task = {"name": "T", NOQA: ("risky-file-permissions", "why"), "copy": {"content": forged}}
+    for pretty in (False, True):
+        text = to_yaml([task], pretty=pretty)
+        assert "# noqa: risky-file-permissions -- why\n" in text
+        (loaded,) = _load(text)
+        assert loaded == {"name": "T", "copy": {"content": forged}}
+
+
+def test_pretty_output_is_indented_and_short_and_means_the_same():
+    # (a line of content breaks only where it has a space: one long word stays long)
+    long = "word " * 60 + "\n" + "x" * 300 + "\n" + "y" * 40 + "\n"
+    playbook = [{"name": "P", "tasks": [{"name": "T", "copy": {"content": Unsafe(long)}}]}]
+    text = to_yaml(playbook, pretty=True)
+    assert "\n  tasks:\n    - name: T\n" in text
+    assert max(len(line) for line in text.splitlines() if "xxx" not in line) <= 160
+    assert _load(text) == playbook
