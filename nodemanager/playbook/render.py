@@ -4,6 +4,10 @@ The builder (build.py) emits steps; ``task`` turns one step into its task, filli
 of its kind from playbook_templates/ with the step's values, and ``playbook`` makes the play of a
 plan. `render`, the whole-plan Ansible run and the part the fast path leaves to Ansible all go
 through here, so what Ansible runs is what the steps say. No I/O beyond loading skeletons.
+
+The play is what an Ansible team would write (ansible-lint's production profile): each task a
+block whose rescue goes on, literal paths, a file guard as a stat and an assert; `render`'s
+copy lacks only the tasks that exist for ansible-runner's censored events (``reporter``).
 """
 
 from __future__ import annotations
