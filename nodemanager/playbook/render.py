@@ -55,6 +55,10 @@ NOQA_MODE = (
     "risky-file-permissions",
     "mode unset in the ConfigSet: a new file gets the umask's mode, an existing one keeps its own",
 )
+NOQA_LATEST = (
+    "package-latest",
+    "ensure: latest in the ConfigSet: the newest version is what it asks for",
+)
 NOQA_HANDLER = (
     "ignore-errors",
     "handlers cannot rescue: one failing handler must not stop the others",
@@ -227,6 +231,8 @@ def task(step: Step, family: str) -> dict[str, Any]:
     out: dict[str, Any] = {"name": Unsafe(step.task)}
     if _mode_left(step, made):
         out[NOQA] = NOQA_MODE  # a comment beside the name, where a reviewer reads first
+    elif step.kind == "package" and step.state == "latest":
+        out[NOQA] = NOQA_LATEST
     out.update(made)
     if step.listen:
         out["listen"] = [Unsafe(t) for t in step.listen]
@@ -266,7 +272,7 @@ def as_user(task: dict[str, Any], user: str) -> dict[str, Any]:
         **task,
         "become": True,
         "become_user": Unsafe(user),
-        "become_method": "su",
+        "become_method": "ansible.builtin.su",
         "environment": {"XDG_RUNTIME_DIR": USER_RUNTIME_DIR},
         # The agent's own interpreter may sit where the user cannot read (a root-only
         # venv, found first on the agent's PATH); the module needs only the standard

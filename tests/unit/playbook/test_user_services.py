@@ -44,7 +44,11 @@ def test_argspec_user_service_tasks_are_valid_and_run_as_the_user():
         validate(module, params)
     for task in tasks[2:]:
         assert module_of(task)[1]["scope"] == "user"
-        assert (task["become"], task["become_user"], task["become_method"]) == (True, "al", "su")
+        assert (task["become"], task["become_user"], task["become_method"]) == (
+            True,
+            "al",
+            "ansible.builtin.su",
+        )
         assert task["vars"] == {USER_VAR: "al", "ansible_python_interpreter": USER_PYTHON}
         assert task["environment"]["XDG_RUNTIME_DIR"].startswith("/run/user/{{")
     linger = module_of(tasks[0])[1]
