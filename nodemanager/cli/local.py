@@ -14,6 +14,7 @@ from nodemanager.cli.options import labels
 if TYPE_CHECKING:
     from nodemanager.agent.local import LocalPlan
     from nodemanager.executor.events import TaskResult
+    from nodemanager.playbook.plan import Plan
 
 
 def _local_plan(
@@ -108,6 +109,13 @@ _hostname_option = click.option("--hostname", help="Node name (default: this hos
     type=click.Path(dir_okay=False),
     help="Write the playbook here (atomically) instead of stdout.",
 )
+@click.option(
+    "--role",
+    "role_dir",
+    type=click.Path(file_okay=False),
+    help="Write a standard Ansible role to this directory instead (tasks/, handlers/, meta/, "
+    "files/, README.md); Secret-fed content becomes a role argument, never written.",
+)
 def render(
     files: tuple[str, ...],
     node_labels: str | None,
@@ -116,6 +124,7 @@ def render(
     show_secrets: bool,
     output_format: str,
     output: str | None,
+    role_dir: str | None,
 ) -> None:
     """Print the Ansible playbook that `apply` would run; it runs as is with ansible-playbook."""
     if output_format == "json":
@@ -125,20 +134,44 @@ def render(
     if output_format != "yaml":
         click.echo(f"note: -o {output_format} is taken as --out {output_format}", err=True)
         output = output or output_format
+    if role_dir and (show_secrets or output):
+        raise click.BadParameter("a role is written to its directory, never with secrets")
     local = _local_plan(files, node_labels, os_id, hostname, show_secrets)
-    if local.load_errors or local.errors:
-        # A partial playbook would look like the whole one: nothing is written (as kubectl).
+    refused = bool(local.load_errors or local.errors)
+    if refused and not local.plan.steps:
         click.echo("error: no playbook written: fix the errors above", err=True)
         sys.exit(1)
+    if role_dir:
+        _write_role(local.plan, role_dir)
+        if refused:
+            click.echo("error: the role leaves out what the errors above name", err=True)
+            sys.exit(1)
+        return
     from nodemanager.playbook.dump import to_yaml
 
-    text = to_yaml(local.plan.playbook)
+    # What `apply` would run: the resources it refuses (each named above) are left out, the
+    # rest is written, and the exit status says something was refused, as `apply`'s does.
+    text = to_yaml(local.plan.exported, pretty=True)
     if output:
         from nodemanager.fsutil import write_atomic
 
         write_atomic(output, text.encode(), mode=0o600 if local.plan.has_secrets else 0o644)
     else:
         click.echo(text, nl=False)
+    if refused:
+        click.echo("error: the playbook leaves out what the errors above name", err=True)
+        sys.exit(1)
+
+
+def _write_role(plan: Plan, where: str) -> None:
+    from nodemanager.fsutil import write_atomic
+    from nodemanager.playbook.role import role
+
+    for f in role(plan):
+        path = os.path.join(where, f.path)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        write_atomic(path, f.data)
+    click.echo(f"role written to {where}", err=True)
 
 
 _MARK = {"ok": "ok", "changed": "changed", "failed": "FAILED", "skipped": "skipped"}

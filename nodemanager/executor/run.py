@@ -14,7 +14,7 @@ from nodemanager.executor import batch, child, config, native, probe
 from nodemanager.executor.errors import ExecutorError
 from nodemanager.executor.events import TaskResult, TaskStatus, to_result
 from nodemanager.executor.order import InOrder
-from nodemanager.playbook import subset
+from nodemanager.playbook import render, subset
 from nodemanager.playbook.build import Plan
 from nodemanager.playbook.dump import to_yaml
 from nodemanager.playbook.steps import FILE_KINDS, Step
@@ -271,12 +271,25 @@ def execute(
     reported = {s.reported_by: s for s in plan.steps if s.reported_by}
     secret = {s.task for s in reported.values()}
     censored: set[str] = set()
+    # A file step's guard (render.guards) is part of the step: nothing of it is reported but
+    # its failure, as the step's (the step then does not run).
+    guarded = {
+        name.format(task=s.task): s
+        for s in plan.steps
+        if s.kind in render.GUARDED
+        for name in (render.GUARD_STAT, render.GUARD)
+    }
 
     def handle(event: dict[str, Any]) -> bool:
         result = to_result(event, plan.origins)
         if result is None or result.task == NOTIFY_TASK:
             return False
-        if result.task in reported:
+        if result.task in guarded:
+            if result.status != "failed":
+                return False
+            step = guarded[result.task]
+            result = replace(result, task=step.task, module=step.module)
+        elif result.task in reported:
             step = reported.pop(result.task)
             if step.task not in censored:
                 return False  # the task failed (reported) or did not run

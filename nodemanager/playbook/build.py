@@ -66,8 +66,11 @@ class _Builder:
         return Step(kind, name, origin, module, **values)
 
     def name(self, r: Resource, label: str | None = None) -> str:
-        """The task's name: ``<configsets> | <kind> <key>`` unless labelled."""
-        return f"{' + '.join(r.configsets)} | {label or r.kind + ' ' + r.key}"
+        """The task's name: ``ConfigSet <name> | <kind> <key>`` unless labelled (``ConfigSets
+        <a> + <b>`` when several declare it): it starts with a capital, as Ansible's own
+        convention (ansible-lint's name[casing]) wants, and ConfigSet names are lower case."""
+        word = "ConfigSets" if len(r.configsets) > 1 else "ConfigSet"
+        return f"{word} {' + '.join(r.configsets)} | {label or r.kind + ' ' + r.key}"
 
     # -- resources -----------------------------------------------------------------------
 

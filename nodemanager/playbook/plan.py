@@ -52,20 +52,30 @@ class Plan:
 
     @functools.cached_property
     def origins(self) -> Mapping[str, TaskOrigin]:
-        """Where each task of the playbook came from, by task name (reporters included)."""
+        """Where each task of the playbook came from, by task name (reporters and guards
+        included)."""
         out: dict[str, TaskOrigin] = {}
         for s in self.steps:
             out[s.task] = s.origin
             if s.reported_by:
                 out[s.reported_by] = s.origin
+            if s.kind in render.GUARDED:
+                out[render.GUARD_STAT.format(task=s.task)] = s.origin
+                out[render.GUARD.format(task=s.task)] = s.origin
         for b in self.batches:
             out[b.task] = b.steps[0].origin
         return out
 
     @property
     def playbook(self) -> list[dict[str, Any]]:
-        """The playbook Ansible runs, rendered from the steps."""
+        """The playbook the agent's Ansible runs, rendered from the steps."""
         return render.playbook(self)
+
+    @property
+    def exported(self) -> list[dict[str, Any]]:
+        """The playbook `render` prints: the agent's without what only ansible-runner's
+        censored events need (render.reporter)."""
+        return render.playbook(self, agent=False)
 
     @property
     def has_secrets(self) -> bool:
@@ -76,7 +86,7 @@ class Plan:
         what needs to run."""
         hashes: dict[str, Any] = {}
         for play in self.playbook:
-            for task in [*play["tasks"], *play.get("handlers", [])]:
+            for task in render.leaves([*play["tasks"], *play.get("handlers", [])]):
                 origin = self.origins[task["name"]]
                 # JSON, not YAML: same content, a hundred times cheaper on the idle path. A large
                 # value (file content) is hashed where it stands: its JSON text, joined and

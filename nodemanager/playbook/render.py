@@ -4,6 +4,10 @@ The builder (build.py) emits steps; ``task`` turns one step into its task, filli
 of its kind from playbook_templates/ with the step's values, and ``playbook`` makes the play of a
 plan. `render`, the whole-plan Ansible run and the part the fast path leaves to Ansible all go
 through here, so what Ansible runs is what the steps say. No I/O beyond loading skeletons.
+
+The play is what an Ansible team would write (ansible-lint's production profile): each task a
+block whose rescue goes on, literal paths, a file guard as a stat and an assert; `render`'s
+copy lacks only the tasks that exist for ansible-runner's censored events (``reporter``).
 """
 
 from __future__ import annotations
@@ -12,10 +16,11 @@ import copy
 import functools
 import hashlib
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from nodemanager.playbook import platforms
-from nodemanager.playbook.dump import LongUnsafe, Unsafe
+from nodemanager.playbook.dump import NOQA, LongUnsafe, Unsafe
 from nodemanager.playbook.steps import EXEC_PATH, Batch, Origin, Step, StepKind, exec_argv
 
 if TYPE_CHECKING:
@@ -30,16 +35,33 @@ NOTIFY_TASK = "nodemanager: notify the handlers of native changes"
 # lookup's result is not templated again, so the bytes stay exactly these.
 SPILLED = "{{ lookup('ansible.builtin.file', nodemanager_spilled, rstrip=False) }}"
 
-# Values the renderer chooses itself (module state words, the file guard); everything else
-# came from a ConfigSet.
-TRUSTED = frozenset({"state", "guard"})
-# A file's path, failing with this message when a directory is there (playbook_templates/
-# files.yaml): `is directory` follows symlinks, as copy and touch do; the local connection
-# makes the controller's test the host's.
-FILE_GUARD = (
-    "{{ nodemanager_path if nodemanager_path is not directory else nodemanager_no_path"
-    " | ansible.builtin.mandatory(nodemanager_path ~ ' is a directory: ensure: file cannot"
-    " make it a file') }}"
+# Values the renderer chooses itself (module state words); everything else came from a ConfigSet.
+TRUSTED = frozenset({"state"})
+# `ensure: file` over a directory (or a symlink to one) fails saying so before the module runs:
+# copy would put a file inside it and touch would change the directory's mode, neither what
+# `ensure: file` means. A stat (following links, as copy and touch do) and an assert, in the
+# file task's block: the assert failing skips the file task. The agent reports the assert's
+# failure as the file task's, and nothing of a passing guard (executor/run.py).
+GUARD_STAT = "{task}: stat"
+GUARD = "{task}: not a directory"
+GUARDED: frozenset[StepKind] = frozenset({"write", "touch"})
+GUARD_MESSAGE = " is a directory: ensure: file cannot make it a file"
+# One failing task must not stop the others: each task is a block whose rescue does nothing
+# (a meta task: no event, no line of output), so Ansible goes on and still reports the failure.
+GO_ON = {"name": "Go on with the other resources", "ansible.builtin.meta": "noop"}
+# ansible-lint rules a task breaks on purpose, with the reason (dump.py writes each as a
+# comment in the task that ansible-lint reads as skipping the rule).
+NOQA_MODE = (
+    "risky-file-permissions",
+    "mode unset in the ConfigSet: a new file gets the umask's mode, an existing one keeps its own",
+)
+NOQA_LATEST = (
+    "package-latest",
+    "ensure: latest in the ConfigSet: the newest version is what it asks for",
+)
+NOQA_HANDLER = (
+    "ignore-errors",
+    "handlers cannot rescue: one failing handler must not stop the others",
 )
 # services[].user: the user's runtime directory, where `systemctl --user` finds its manager. The
 # name comes in through a task variable holding the Unsafe value, shell-quoted for `id`.
@@ -75,6 +97,7 @@ TASK_KEYWORDS = frozenset(
         "become_user",
         "become_method",
         "environment",
+        NOQA,
     }
 )
 
@@ -158,7 +181,6 @@ def _values(step: Step) -> dict[str, Any]:
     content = SPILLED if step.content_file else step.content
     return {
         "path": step.path,
-        "guard": FILE_GUARD,
         "owner": step.owner,
         "group": step.group,
         "target": step.target,
@@ -193,7 +215,7 @@ def call(step: Step, family: str) -> dict[str, Any]:
     filled: dict[str, Any] = fill(sk, _values(step))
     if step.content_file:  # the lookup is the renderer's: templated, not !unsafe
         filled[step.module]["content"] = SPILLED
-        filled["vars"]["nodemanager_spilled"] = step.content_file
+        filled["vars"] = {"nodemanager_spilled": step.content_file}
     return filled
 
 
@@ -205,20 +227,24 @@ def task(step: Step, family: str) -> dict[str, Any]:
     """The Ansible task of ``step``."""
     if step.kind == "upgrade":
         return {"name": step.task, **call(step, family)}
-    out: dict[str, Any] = {"name": Unsafe(step.task), **call(step, family)}
+    made = call(step, family)
+    out: dict[str, Any] = {"name": Unsafe(step.task)}
+    if _mode_left(step, made):
+        out[NOQA] = NOQA_MODE  # a comment beside the name, where a reviewer reads first
+    elif step.kind == "package" and step.state == "latest":
+        out[NOQA] = NOQA_LATEST
+    out.update(made)
     if step.listen:
         out["listen"] = [Unsafe(t) for t in step.listen]
     if step.notify:
         out["notify"] = [Unsafe(t) for t in step.notify]
     if step.registers_start:
         out["register"] = started_var(step.name)
-    elif step.origin.secret:
-        out["register"] = reported_var(step.task)
     if step.conditional:
         started = started_var(step.name)
         out["when"] = f"not ({started} is defined and {started} is changed)"
-    # One failing resource must not stop the others; its failure is still reported.
-    out["ignore_errors"] = True
+    if step.kind == "command":
+        out["changed_when"] = True  # a command that ran changed something: its module says so too
     if step.origin.secret:
         out["no_log"] = True
         out["diff"] = False
@@ -233,13 +259,20 @@ def task(step: Step, family: str) -> dict[str, Any]:
     return out
 
 
+def _mode_left(step: Step, task: Mapping[str, Any]) -> bool:
+    """Whether the task may create a file or directory without saying its mode."""
+    if step.kind not in ("write", "touch", "directory"):
+        return False
+    return "mode" not in module_of(task)[1]
+
+
 def as_user(task: dict[str, Any], user: str) -> dict[str, Any]:
     """``task`` run as ``user`` with that user's runtime directory (services[].user)."""
     return {
         **task,
         "become": True,
         "become_user": Unsafe(user),
-        "become_method": "su",
+        "become_method": "ansible.builtin.su",
         "environment": {"XDG_RUNTIME_DIR": USER_RUNTIME_DIR},
         # The agent's own interpreter may sit where the user cannot read (a root-only
         # venv, found first on the agent's PATH); the module needs only the standard
@@ -249,15 +282,61 @@ def as_user(task: dict[str, Any], user: str) -> dict[str, Any]:
 
 
 def reporter(step: Step) -> dict[str, Any]:
-    """The task that reports what the no_log task of ``step`` did: Ansible censors its whole
-    result in events (`changed` too), not what it registers. Only whether it changed is
-    read, never its content."""
+    """The task that reports what the no_log task of ``step`` did to the agent: ansible-runner
+    censors its whole result in events (`changed` too; ansible-playbook's own output keeps
+    it), not what it registers. Only whether it changed is read, never its content. Only the
+    agent's playbook has it (``playbook(exported=False)``)."""
     return {
         "name": Unsafe(step.reported_by),
         "ansible.builtin.debug": {"msg": "what the task before did (no_log hides it)"},
         "changed_when": f"{reported_var(step.task)} is changed",
-        "ignore_errors": True,
     }
+
+
+def guard_var(step: Step) -> str:
+    """The variable the guard's stat of ``step``'s path registers."""
+    return "nodemanager_stat_" + hashlib.sha256(step.task.encode()).hexdigest()[:12]
+
+
+def guards(step: Step) -> list[dict[str, Any]]:
+    """The stat and assert before a file step that must not meet a directory (GUARD)."""
+    if step.kind not in GUARDED:
+        return []
+    stat: dict[str, Any] = {
+        "name": Unsafe(GUARD_STAT.format(task=step.task)),
+        "ansible.builtin.stat": {
+            "path": Unsafe(step.path),
+            "follow": True,  # as copy and touch follow a symlink
+            "get_checksum": False,
+            "get_mime": False,
+            "get_attributes": False,
+        },
+        "register": guard_var(step),
+    }
+    if step.literal:
+        stat["environment"] = {k: Unsafe(v) for k, v in step.literal}
+    var = guard_var(step)
+    check: dict[str, Any] = {
+        "name": Unsafe(GUARD.format(task=step.task)),
+        "ansible.builtin.assert": {
+            "that": [f"not ({var}.stat.isdir | default(false))"],
+            "fail_msg": Unsafe(step.path + GUARD_MESSAGE),
+            "quiet": True,
+        },
+    }
+    return [stat, check]
+
+
+def leaves(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tasks of ``items`` with every block opened (its rescue's too), in order, without
+    the rescues that only go on (GO_ON)."""
+    out: list[dict[str, Any]] = []
+    for item in items:
+        if "block" in item:
+            out += leaves([*item["block"], *item.get("rescue", [])])
+        elif item != GO_ON:
+            out.append(item)
+    return out
 
 
 def _notify(topics: tuple[str, ...]) -> dict[str, Any]:
@@ -269,17 +348,33 @@ def _notify(topics: tuple[str, ...]) -> dict[str, Any]:
     }
 
 
-def tasks(steps: list[Step], family: str) -> list[dict[str, Any]]:
-    """The tasks of ``steps`` in order, each no_log one followed by its reporter."""
+def tasks(steps: list[Step], family: str, *, agent: bool = True) -> list[dict[str, Any]]:
+    """The play tasks of ``steps`` in order: each a block of its guard and itself (and, for
+    the agent, a no_log task's reporter) whose rescue goes on with the next."""
     out = []
     for step in steps:
-        out.append(task(step, family))
-        if step.reported_by:
-            out.append(reporter(step))
+        made = task(step, family)
+        body = [*guards(step), made]
+        if agent and step.reported_by:
+            made["register"] = reported_var(step.task)
+            body.append(reporter(step))
+        out.append({"name": Unsafe(step.task), "block": body, "rescue": [dict(GO_ON)]})
     return out
 
 
-def batched(steps: list[Step], batches: tuple[Batch, ...], family: str) -> list[dict[str, Any]]:
+def handlers(steps: list[Step], family: str) -> list[dict[str, Any]]:
+    """The handlers of ``steps``: Ansible runs a handler outside any block's rescue, so
+    ignore_errors keeps one failing handler from stopping the others (NOQA_HANDLER)."""
+    out = []
+    for step in steps:
+        h = task(step, family)
+        out.append({"name": h.pop("name"), NOQA: NOQA_HANDLER, **h, "ignore_errors": True})
+    return out
+
+
+def batched(
+    steps: list[Step], batches: tuple[Batch, ...], family: str, *, agent: bool = True
+) -> list[dict[str, Any]]:
     """The tasks of ``steps``, a batch's steps as one block where its first step stands: the
     list's task (the first member's module call with every listed name), its steps' own tasks
     as the rescue."""
@@ -292,25 +387,29 @@ def batched(steps: list[Step], batches: tuple[Batch, ...], family: str) -> list[
             module, params = module_of(call(b.members[0], family))
             names = [module_of(call(s, family))[1]["name"] for s in b.listed]
             listed = {"name": Unsafe(b.task), module: {**params, "name": names}}
-            rescue = tasks(list(b.steps), family)
+            rescue = tasks(list(b.steps), family, agent=agent)
             out.append({"name": Unsafe(b.task), "block": [listed], "rescue": rescue})
         elif step.task not in covered:
-            out.extend(tasks([step], family))
+            out.extend(tasks([step], family, agent=agent))
     return out
 
 
-def playbook(plan: Plan) -> list[dict[str, Any]]:
+def playbook(plan: Plan, *, agent: bool = True) -> list[dict[str, Any]]:
     """The plan as a playbook of one play: a first task notifying the handlers of native
-    changes, the tasks, then the handlers (as tasks, in order, when the plan forces them)."""
+    changes, the tasks, then the handlers (as tasks, in order, when the plan forces them).
+    ``agent=False`` is what `render` exports: the same tasks without the reporters that only
+    ansible-runner's censored events need."""
     play_tasks = [_notify(plan.notified)] if plan.notified else []
-    play_tasks += batched(plan.tasks(), plan.batches, plan.family)
-    handlers = tasks(plan.handlers(), plan.family)
+    play_tasks += batched(plan.tasks(), plan.batches, plan.family, agent=agent)
+    play_handlers = handlers(plan.handlers(), plan.family)
     if plan.forced:
-        play_tasks += [{k: v for k, v in h.items() if k != "listen"} for h in handlers]
-        handlers = []
+        # nothing is left to notify them: each runs as a task, in handler order
+        forced = [replace(h, listen=()) for h in plan.handlers()]
+        play_tasks += tasks(forced, plan.family, agent=agent)
+        play_handlers = []
     upgrade = any(s.kind == "upgrade" for s in plan.steps)
     play: dict[str, Any] = {
-        "name": Unsafe(f"nodemanager{' upgrade' if upgrade else ''}: {plan.node}"),
+        "name": Unsafe(f"{'Upgrade' if upgrade else 'Apply the ConfigSets of'} {plan.node}"),
         "hosts": "localhost",
         "connection": "local",
         "gather_facts": False,
@@ -320,6 +419,6 @@ def playbook(plan: Plan) -> list[dict[str, Any]]:
         play["force_handlers"] = True
     play["vars"] = {"ansible_python_interpreter": "{{ ansible_playbook_python }}"}
     play["tasks"] = play_tasks
-    if handlers:
-        play["handlers"] = handlers
+    if play_handlers:
+        play["handlers"] = play_handlers
     return [play]

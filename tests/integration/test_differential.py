@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ import pytest
 from nodemanager.executor import config
 from nodemanager.executor.events import TaskResult, to_result
 from nodemanager.executor.run import apply
+from nodemanager.playbook import render
 from nodemanager.playbook.dump import to_yaml
 from nodemanager.playbook.plan import Plan
 from tests.integration.differential import (
@@ -126,7 +128,7 @@ def _plain(plan: Plan, where: Path, *flags: str) -> list[TaskResult]:
     """``plan``'s render output run by plain ansible-playbook (with ``flags``), each task's
     outcome read as the executor reads ansible-runner's events (callbacks/nm_events.py)."""
     private = config.private_dir(str(where))
-    (private / "main.yml").write_text(to_yaml(plan.playbook))
+    (private / "main.yml").write_text(to_yaml(plan.exported, pretty=True))  # what render prints
     (private / "ansible.cfg").write_text(
         f"[defaults]\ncallback_plugins = {CALLBACKS}\ncallbacks_enabled = nm_events\n"
     )
@@ -143,9 +145,21 @@ def _plain(plan: Plan, where: Path, *flags: str) -> list[TaskResult]:
 
 
 def _shown(results: Sequence[TaskResult], plan: Plan, side: Path) -> dict[str, tuple[str, str]]:
-    """Status and diff per task but a Secret-fed one's: plain Ansible censors those (no_log),
-    and what the agent reports for them is checked against what ran after them."""
-    return reports([r for r in results if not plan.origins[r.task].secret], side)
+    """Status and diff per task, a file guard's stat and assert (render.guards) folded into its
+    file's task as the agent folds them: the tasks plain ansible-playbook shows beyond the
+    agent's are those of guards that passed, and nothing else."""
+    guards = {
+        name.format(task=s.task): s.task
+        for s in plan.steps
+        if s.kind in render.GUARDED
+        for name in (render.GUARD_STAT, render.GUARD)
+    }
+    folded = [
+        replace(r, task=guards[r.task]) if r.task in guards else r
+        for r in results
+        if r.task not in guards or r.status == "failed"
+    ]
+    return reports(folded, side)
 
 
 def test_render_output_under_plain_ansible_playbook(tmp_path):

@@ -110,7 +110,7 @@ def test_packages_mean_the_same_with_and_without_the_fast_path(tmp_path, repo):
     changed = [
         r["task"] for r in again if r["status"] == "changed" and "execution" not in r["task"]
     ]
-    assert changed == ["absent-dependency | package nmt-q2"]
+    assert changed == ["ConfigSet absent-dependency | package nmt-q2"]
     to_module = sorted(
         r["task"].split(" | ")[-1] for r in again if r["module"] not in ("probe", "native")
     )

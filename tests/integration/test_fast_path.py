@@ -57,9 +57,7 @@ def test_converged_host_needs_no_ansible(tmp_path):
     plan = plan_for(tmp_path)
     first = apply(plan)
     assert first.ansible and not first.failed
-    assert converged_tasks(plan) == set(plan.origins) - {
-        n for n, o in plan.origins.items() if o.handler
-    }
+    assert converged_tasks(plan) == {s.task for s in plan.tasks()}
     second = apply(plan)
     assert not second.ansible and {r.status for r in second.results} == {"ok"}
 
@@ -70,7 +68,7 @@ def test_drift_is_detected_and_fixed(tmp_path, drift):
     apply(plan)
     Path(f"{tmp_path}/keep").write_text("the host's own\n")  # createOnly: never drift
     DRIFTS[drift](tmp_path)
-    assert converged_tasks(plan) != set(t for t in plan.origins if not plan.origins[t].handler)
+    assert converged_tasks(plan) != {s.task for s in plan.tasks()}
     fixed = apply(plan)
     assert not fixed.failed and fixed.changed()
     assert not apply(plan).ansible  # converged again

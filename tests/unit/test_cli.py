@@ -141,8 +141,10 @@ def test_unsupported_os_still_renders_files_and_executions(tmp_path):
     result = CliRunner().invoke(main, ["render", "-f", str(cs), "--os", "opensuse-leap"])
     assert result.exit_code == 1
     assert "package:vim: spec.packages: unsupported OS 'opensuse-leap'" in result.output
-    # render writes nothing when it fails: a partial playbook would pass for the whole one
-    assert "hosts:" not in result.stdout and "no playbook written" in result.stderr
+    # render refuses what apply refuses, per resource: the rest is written, the exit says so
+    assert "community.general" not in result.stdout and "vim" not in result.stdout
+    assert "ansible.builtin.copy" in result.stdout and "/bin/true" in result.stdout
+    assert "leaves out what the errors above name" in result.stderr
     spec = yaml.safe_load(cs.read_text())
     del spec["spec"]["packages"]
     cs.write_text(yaml.safe_dump(spec))

@@ -58,12 +58,15 @@ def test_only_the_changed_resource_runs_and_nothing_when_nothing_changed(tmp_pat
     r = reconciler(tmp_path, run)
     a, b = configset("a", "/a", "1"), configset("b", "/b", "1")
     first = r.reconcile(snapshot(a, b), full=True)
-    assert runs == [["a | file /a", "b | file /b"]] and entry(first, "a")["error"] == ""
+    assert (
+        runs == [["ConfigSet a | file /a", "ConfigSet b | file /b"]]
+        and entry(first, "a")["error"] == ""
+    )
     assert (
         r.reconcile(snapshot(a, b), full=False).ran is False and len(runs) == 1
     )  # nothing changed: no run
     r.reconcile(snapshot(a, configset("b", "/b", "2", rv="2")), full=False)
-    assert runs[-1] == ["b | file /b"]
+    assert runs[-1] == ["ConfigSet b | file /b"]
 
 
 def test_executor_that_cannot_start_is_reported_on_the_configsets_it_concerned(tmp_path):

@@ -104,7 +104,7 @@ def test_upgrade_runs_the_family_task_records_it_and_releases_the_group(tmp_path
     locker = Locker()
     u = upgrader(tmp_path, run=lambda p: (plans.append(p), ok_run(p))[1], locker=locker)
     assert u.tick(node())
-    (task,) = plans[0].playbook[0]["tasks"]
+    ((task,),) = [b["block"] for b in plans[0].playbook[0]["tasks"]]
     assert task["ansible.builtin.apt"] == {"update_cache": True, "upgrade": "full"}
     assert u.status() == {"lastUpgrade": "2027-01-15T08:00:00Z", "kubernetesNodeCordoned": None}
     assert locker.calls == [("acquire", "g"), ("release", "g")]

@@ -41,7 +41,7 @@ def test_documented_example_parses_strictly_with_enable_as_upstream():
 def test_omitted_enable_disables_at_boot_as_upstream():
     cs = ConfigSet.from_dict({"metadata": {"name": "s"}, "spec": {"services": [{"name": "a"}]}})
     assert cs.services[0].enable is False
-    task = build(merge([cs]), "arch", "n").playbook[0]["tasks"][0]
+    task = build(merge([cs]), "arch", "n").playbook[0]["tasks"][0]["block"][0]
     assert task["ansible.builtin.service"]["enabled"] is False
 
 

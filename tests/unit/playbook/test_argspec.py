@@ -10,7 +10,7 @@ import pytest
 from nodemanager.api import ConfigSet
 from nodemanager.desired.merge import merge
 from nodemanager.playbook.build import build
-from nodemanager.playbook.render import module_of
+from nodemanager.playbook.render import leaves, module_of
 from tests.unit.playbook.argspec import validate
 
 SPEC = {
@@ -45,7 +45,10 @@ SPEC = {
 def module_calls(fam, spec=SPEC):
     plan = build(merge([ConfigSet.from_dict({"metadata": {"name": "cs"}, "spec": spec})]), fam, "n")
     play = plan.playbook[0]
-    for task in play["tasks"] + play.get("handlers", []):
+    steps = {s.task for s in plan.steps}  # each step's task (its guard's are Ansible's own)
+    for task in leaves(play["tasks"] + play.get("handlers", [])):
+        if task["name"] not in steps:
+            continue
         module, params = module_of(task)
         yield task["name"], module, params
 

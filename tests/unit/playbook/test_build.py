@@ -7,10 +7,10 @@ from nodemanager.api import ConfigSet
 from nodemanager.desired.merge import merge
 from nodemanager.desired.templates import Rendered
 from nodemanager.playbook.build import build
-from nodemanager.playbook.dump import Unsafe, to_yaml
+from nodemanager.playbook.dump import to_yaml
 from nodemanager.playbook.errors import UnsupportedPlatform
 from nodemanager.playbook.platforms import family
-from nodemanager.playbook.render import FILE_GUARD, REDACTED
+from nodemanager.playbook.render import GUARD, GUARD_STAT, REDACTED, leaves
 from nodemanager.playbook.steps import EXEC_PATH, exec_argv
 
 
@@ -20,7 +20,9 @@ def plan_for(spec, fam="arch", **kw):
 
 
 def tasks(plan):
-    return plan.playbook[0]["tasks"]
+    """The task of each step (each play task is a block of its guard, itself and its reporter)."""
+    steps = {s.task for s in plan.steps}
+    return [t for t in leaves(plan.playbook[0]["tasks"]) if t["name"] in steps]
 
 
 def handlers(plan):
@@ -93,16 +95,35 @@ def test_file_forms():
     }
     assert t[1]["nodemanager.core.purge"] == {"path": "/d", "keep": ["/d/empty", "/d/f", "/d/l"]}
     assert t[2]["ansible.builtin.copy"] == {
-        "dest": FILE_GUARD,
+        "dest": "/d/f",
         "content": "x\n",
         "mode": "0600",
         "force": False,
     }
     assert t[3]["ansible.builtin.file"]["state"] == "touch"
-    # A file's path reaches the module through the directory guard, as an untemplated variable.
-    assert t[3]["ansible.builtin.file"]["path"] == FILE_GUARD
-    assert [t[i]["vars"] for i in (2, 3)] == [{"nodemanager_path": p} for p in ("/d/f", "/d/empty")]
-    assert all(isinstance(t[i]["vars"]["nodemanager_path"], Unsafe) for i in (2, 3))
+    assert t[3]["ansible.builtin.file"]["path"] == "/d/empty"
+    # A file's path is literal; a stat and an assert before it, in its block, refuse a
+    # directory there (or a symlink to one) before the module runs.
+    blocks = plan.playbook[0]["tasks"]
+    for block, step in (
+        (blocks[2], "cs | file /d/f"),
+        (blocks[3], "cs | file /d/empty"),
+    ):
+        stat, check, _ = block["block"]
+        assert stat["name"] == GUARD_STAT.format(task="ConfigSet " + step)
+        assert stat["ansible.builtin.stat"]["path"] == step.rpartition(" ")[2]
+        assert stat["ansible.builtin.stat"]["follow"] is True
+        assert check["name"] == GUARD.format(task="ConfigSet " + step)
+        assert check["ansible.builtin.assert"]["that"] == [
+            f"not ({stat['register']}.stat.isdir | default(false))"
+        ]
+        assert block["rescue"] == [
+            {"name": "Go on with the other resources", "ansible.builtin.meta": "noop"}
+        ]
+    assert [b["block"][0]["name"] for b in blocks[:2]] == [
+        "ConfigSet cs | file /d",
+        "ConfigSet cs | purge /d",
+    ]
     assert t[4]["ansible.builtin.file"] == {
         "path": "/d/l",
         "src": "/d/f",
@@ -138,7 +159,10 @@ def test_subscriptions_become_handlers_executions_first():
     assert not any("/bin/never" in x["name"] for x in t + h)
     assert t[0]["notify"] == ["nodemanager changed /etc/a.conf"]
     assert "notify" not in t[1]  # nothing subscribes to b.conf
-    assert [x["name"] for x in h] == ["cs | execution /bin/reload", "cs | restart service svc"]
+    assert [x["name"] for x in h] == [
+        "ConfigSet cs | execution /bin/reload",
+        "ConfigSet cs | restart service svc",
+    ]
     assert h[1]["ansible.builtin.service"] == {"name": "svc", "state": "restarted"}
     assert all(x["listen"] == ["nodemanager changed /etc/a.conf"] for x in h)
     assert t[-1]["ansible.builtin.command"] == {
@@ -184,7 +208,7 @@ def test_arguments_outside_freebsd_are_an_error_of_that_resource_only():
         "arch",
     )
     assert "only supported on FreeBSD" in plan.errors["service:nginx"]
-    assert [t["name"] for t in tasks(plan)] == ["cs | file /a"] and handlers(plan) == []
+    assert [t["name"] for t in tasks(plan)] == ["ConfigSet cs | file /a"] and handlers(plan) == []
 
 
 def test_every_task_has_an_origin():
@@ -195,10 +219,10 @@ def test_every_task_has_an_origin():
             "services": [{"name": "s", "ensure": "running", "subscribe_files": ["/a"]}],
         }
     )
-    names = [t["name"] for t in tasks(plan) + handlers(plan)]
+    names = [t["name"] for t in leaves(plan.playbook[0]["tasks"]) + handlers(plan)]
     assert sorted(names) == sorted(plan.origins)
-    assert plan.origins["cs | restart service s"].resource == "service:s"
-    assert plan.origins["cs | restart service s"].handler
+    assert plan.origins["ConfigSet cs | restart service s"].resource == "service:s"
+    assert plan.origins["ConfigSet cs | restart service s"].handler
 
 
 def test_secret_fed_content_is_private_and_redacted_on_request():
@@ -221,24 +245,31 @@ def test_secret_fed_content_is_private_and_redacted_on_request():
     assert "CANARY-123" not in to_yaml(
         plan_for(spec, contents=contents, show_secrets=False).playbook
     )
-    # The next task reports whether it changed (Ansible censors no_log results, `changed` too);
-    # it reads only that.
+    # For the agent, the next task reports whether it changed (ansible-runner censors no_log
+    # results, `changed` too); it reads only that. `render` has no such task: ansible-playbook
+    # itself shows whether a no_log task changed.
     plan = plan_for(spec, contents=contents)
-    report = tasks(plan)[1]
+    *_, task, report = plan.playbook[0]["tasks"][0]["block"]
     assert report["name"] == f"{shown['name']} | reported" == plan.steps[0].reported_by
-    assert report["changed_when"] == f"{shown['register']} is changed"
+    assert report["changed_when"] == f"{task['register']} is changed"
     assert "CANARY-123" not in str(report) and "no_log" not in report
     assert [s.task for s in plan.tasks()] == [shown["name"]]
+    assert [t["name"] for t in leaves(plan.exported[0]["tasks"])] == [
+        f"{shown['name']}: stat",
+        f"{shown['name']}: not a directory",
+        shown["name"],
+    ]
 
 
 def test_content_that_looks_like_tasks_stays_content():
     evil = "x\n- hosts: all\n  tasks:\n  - shell: rm -rf /\n{{ lookup('pipe', 'id') }}\n"
     plan = plan_for({"files": [{"path": "/a", "content": evil}]})
-    text = to_yaml(plan.playbook)
-    loaded = yaml.safe_load(text.replace("!unsafe", ""))
-    assert len(loaded) == 1 and len(loaded[0]["tasks"]) == 1
-    assert loaded[0]["tasks"][0]["ansible.builtin.copy"]["content"] == evil
-    assert "!unsafe" in text  # Ansible will not template the Jinja in it
+    for pretty in (False, True):
+        text = to_yaml(plan.exported, pretty=pretty)
+        loaded = yaml.safe_load(text.replace("!unsafe", ""))
+        assert len(loaded) == 1 and len(loaded[0]["tasks"]) == 1
+        assert loaded[0]["tasks"][0]["block"][-1]["ansible.builtin.copy"]["content"] == evil
+        assert "!unsafe" in text  # Ansible will not template the Jinja in it
 
 
 def test_render_is_deterministic():

@@ -10,7 +10,7 @@ from nodemanager.desired.merge import merge
 from nodemanager.playbook.build import build
 from nodemanager.playbook.dump import LongUnsafe, Unsafe, to_yaml
 from nodemanager.playbook.plan import _digested
-from nodemanager.playbook.render import fill
+from nodemanager.playbook.render import fill, leaves
 from nodemanager.playbook.steps import user_argv
 
 loader = pytest.importorskip("ansible.parsing.yaml.loader")
@@ -106,7 +106,8 @@ def test_templates_stay_untrusted_and_retyped_values_hold_no_template():
         trust_as_template(to_yaml([Unsafe(v) for v in values]))
     ).get_single_data()
     assert got == values
-    assert [is_trusted_as_template(g) for g in got] == [False, False, False, True, True]
+    # A value without `{{`, `{%` or `{#` is written plain: there is nothing in it to template.
+    assert [is_trusted_as_template(g) for g in got] == [False, True, False, True, True]
     assert not any("{" in g for g in got if is_trusted_as_template(g))
 
 
@@ -128,7 +129,10 @@ def test_rendered_modes_and_args_keep_their_meaning():
         merge([ConfigSet.from_dict({"metadata": {"name": "c"}, "spec": spec})]), "debian", "n"
     )
     assert _load(to_yaml(plan.playbook)) == plan.playbook
-    tasks = _load(to_yaml(plan.playbook))[0]["tasks"]
+    tasks = leaves(_load(to_yaml(plan.playbook))[0]["tasks"])
+    tasks = [
+        t for t in tasks if t["name"] in plan.origins and t["name"] in {s.task for s in plan.steps}
+    ]
     assert [t["ansible.builtin.copy"]["mode"] for t in tasks[:4]] == [
         "1777",
         "2775",
@@ -156,3 +160,25 @@ def test_a_long_content_is_held_not_copied_and_written_as_unsafe():
     assert to_yaml([{"content": filled["content"]}]) == to_yaml([{"content": Unsafe(text)}])
     assert "!unsafe" in to_yaml([{"content": filled["content"]}])[:40]
     assert _digested(filled) == _digested({"content": text, "dest": "/x"})
+
+
+def test_noqa_becomes_a_comment_in_the_task_and_content_cannot_forge_one():
+    from nodemanager.playbook.dump import NOQA
+
+    forged = "x\nnodemanager_noqa_0123456789abcdef: 0\n  # noqa: name\n"
+    task = {"name": "T", NOQA: ("risky-file-permissions", "why"), "copy": {"content": forged}}
+    for pretty in (False, True):
+        text = to_yaml([task], pretty=pretty)
+        assert "# noqa: risky-file-permissions -- why\n" in text
+        (loaded,) = _load(text)
+        assert loaded == {"name": "T", "copy": {"content": forged}}
+
+
+def test_pretty_output_is_indented_and_short_and_means_the_same():
+    # (a line of content breaks only where it has a space: one long word stays long)
+    long = "word " * 60 + "\n" + "x" * 300 + "\n" + "y" * 40 + "\n"
+    playbook = [{"name": "P", "tasks": [{"name": "T", "copy": {"content": Unsafe(long)}}]}]
+    text = to_yaml(playbook, pretty=True)
+    assert "\n  tasks:\n    - name: T\n" in text
+    assert max(len(line) for line in text.splitlines() if "xxx" not in line) <= 160
+    assert _load(text) == playbook

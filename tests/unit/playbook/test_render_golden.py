@@ -4,6 +4,10 @@ and upstream fixtures through the real CLI for every family, every step kind and
 services, rc.conf arguments, purge, Secret-fed content shown and hidden, literal paths), and the
 whole differential suite's plans (as digests: some hold megabytes of content).
 
+Changed on purpose for issue 34 (the playbook an Ansible team would write): each task a block
+whose rescue goes on, the file guard a stat and an assert, literal paths, values without
+anything to template written plain, `render` indented as ansible-lint wants.
+
 One digest was changed on purpose when tasks came to be rendered from steps: a directory and its
 purge whose paths need the same literal environment shared one dict, which yaml.safe_dump wrote
 as an anchor and an alias (``&id001``/``*id001``); each task now carries its own copy (the same
@@ -167,7 +171,10 @@ def test_the_golden_covers_what_render_can_say():
         "register:",
         "<redacted",
         "secret text",
-        "HOME: !unsafe '$HOME'",
+        "HOME: $HOME",
+        "content: !unsafe |",  # what Ansible would template, tagged so it never does
+        "rescue:",
+        "ansible.builtin.assert",
         "exit 1",  # the gomplate fixture: nothing written
     ):
         assert word in texts, word

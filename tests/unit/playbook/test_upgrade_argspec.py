@@ -4,7 +4,7 @@ tests/integration/test_upgrade.py)."""
 
 import pytest
 
-from nodemanager.playbook.render import module_of
+from nodemanager.playbook.render import leaves, module_of
 from nodemanager.playbook.upgrade import upgrade_plan
 from tests.unit.playbook.argspec import validate
 
@@ -20,7 +20,7 @@ from tests.unit.playbook.argspec import validate
     ],
 )
 def test_argspec_upgrade_task_is_valid_for_its_module(family, module):
-    (task,) = upgrade_plan(family, "n").playbook[0]["tasks"]
+    (task,) = leaves(upgrade_plan(family, "n").playbook[0]["tasks"])
     name, params = module_of(task)
     assert name == module
     validate(name, params)

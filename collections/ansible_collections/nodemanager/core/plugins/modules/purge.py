@@ -8,21 +8,48 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: purge
 short_description: Remove undeclared plain files directly in a directory
+version_added: "0.1.0"
+author: nodemanager
 description:
-  - Removes every entry directly in I(path) that is not a directory and not listed in I(keep)
+  - Removes every entry directly in O(path) that is not a directory and not listed in O(keep)
     (files, symlinks, sockets). Subdirectories and their contents are never removed, as in
     upstream nodemanager. Used by nodemanager for C(files[].purge) on directories.
+  - A missing O(path) is not an error; nothing is removed.
 options:
   path:
     description: The managed directory (absolute).
     type: path
     required: true
   keep:
-    description: Absolute paths below I(path) that are declared and must stay.
+    description: Absolute paths below O(path) that are declared and must stay.
     type: list
     elements: path
     default: []
-supports_check_mode: true
+attributes:
+  check_mode:
+    description: Reports what it would remove, removes nothing.
+    support: full
+  diff_mode:
+    description: The diff lists the removed paths, one per line, as before.
+    support: full
+"""
+
+EXAMPLES = r"""
+- name: Keep only the declared files of /etc/app/conf.d
+  nodemanager.core.purge:
+    path: /etc/app/conf.d
+    keep:
+      - /etc/app/conf.d/main.conf
+      - /etc/app/conf.d/tls.conf
+"""
+
+RETURN = r"""
+removed:
+  description: The paths removed (in check mode, those that would be), sorted.
+  returned: always
+  type: list
+  elements: str
+  sample: ["/etc/app/conf.d/stray.conf"]
 """
 
 import os
