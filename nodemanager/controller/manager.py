@@ -31,6 +31,7 @@ from nodemanager.controller import (
     effects,
     events,
     fencing,
+    firstapplied,
     liveness,
     rollout,
     staging,
@@ -147,6 +148,7 @@ class Controller:
         )
         self._configsets = Memory()  # what ConfigSet reconciles remember between syncs
         self._pools = PoolMemory()
+        self._first_applied = firstapplied.Marks()  # confirmed, perhaps not in the cache yet
         self._settings = Settings(opts.namespace, opts.progress_period, opts.sync_period)
         self._stale_written: dict[str, str] = {}  # node -> resourceVersion the write was based on
         self._warned: set[tuple[str, str, str]] = set()  # (node, field, resourceVersion)
@@ -178,6 +180,7 @@ class Controller:
         self._keys = set()
         views = [NodeView.from_dict(n) for n in nodes]
         self._warn_invalid(nodes, views)
+        self._sync_first_applied(nodes)
         budget = self._sync_pools(configsets, nodes, views)
         self._sync_configsets(configsets, nodes, views, budget)
         self._prune(configsets, nodes)
@@ -286,6 +289,23 @@ class Controller:
             version = str(meta.get("resourceVersion", ""))
             remember = _remembers(self._configsets, name, version)
             self._handle(f"ConfigSet/{name}", version, one, remember)
+
+    def _sync_first_applied(self, nodes: list[dict[str, Any]]) -> None:
+        """Record each host seen applying something (firstapplied.py): from then on it is
+        never new to the fleet, whatever its status says later."""
+        now = stamp()
+        for node in nodes:
+            meta = node["metadata"]
+            version = str(meta.get("resourceVersion", ""))
+            outcome = firstapplied.reconcile(node, self._first_applied, now)
+            key = f"FirstApplied/{meta['name']}"
+            if not outcome.effects:
+                self._retry.succeeded(key)
+                continue
+            result = self._handle(key, version, outcome)
+            if result is not None and result.error is None:
+                self._first_applied.confirmed(meta["name"], version)
+        self._first_applied.retain({n["metadata"]["name"] for n in nodes})
 
     def _prune(self, configsets: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> None:
         """Admissions of deleted, unstaged or unselected ConfigSets, one object each."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nodemanager.api.revisions import has_rollout, staged
-from nodemanager.controller import events, rollout
+from nodemanager.controller import events, firstapplied, rollout
 from nodemanager.controller.effects import Deferred
 from nodemanager.controller.pools import Target
 from nodemanager.controller.summary import Counts, NodeView, count
@@ -164,7 +164,8 @@ def sync(
                 reported,
                 entry.error if entry else "",
                 ready.since(node, reported, entry.error) if entry else None,
-                not view.entries and not (node.get("spec") or {}).get(rollout.REVISIONS_FIELD),
+                # Recorded by the controller, not read from what the status holds now.
+                firstapplied.fresh(node),
                 rollout.down(view),
             )
         )
@@ -178,9 +179,11 @@ def sync(
         gate=gate,
         last_good=good,
     )
-    admitted = _admit(fleet, name, p.admit, target)
+    unmarked = {n["metadata"]["name"] for n in nodes if not firstapplied.recorded(n)}
+    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    admitted = _admit(fleet, name, p.admit, target, unmarked, stamp)
     if good and p.admit_last_good:
-        _admit(fleet, name, p.admit_last_good, good)
+        _admit(fleet, name, p.admit_last_good, good, unmarked, stamp)
     if admitted:
         at_target = sum(1 for s in states if s.admitted == target) + len(admitted)
         notes.append(events.admitted(mine[target], target, admitted, len(states), at_target))
@@ -248,8 +251,19 @@ def last_good(
     return max(good, key=lambda r: numbers[r], default=None)
 
 
-def _admit(fleet: Deferred, name: str, nodes: Sequence[str], revision: str) -> list[str]:
+def _admit(
+    fleet: Deferred,
+    name: str,
+    nodes: Sequence[str],
+    revision: str,
+    unmarked: set[str],
+    stamp: str,
+) -> list[str]:
     for node_name in nodes:
+        if node_name in unmarked:
+            # Recorded before the admission (effects apply in order, stopping at a failure):
+            # no later delete or selector change can make this host look new again.
+            fleet.mark_first_applied(node_name, stamp)
         fleet.admit(node_name, rollout.REVISIONS_FIELD, name, revision)
         log.info("ConfigSet %s: admitted %s to %s", name, node_name, revision)
     return list(nodes)
