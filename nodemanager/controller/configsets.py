@@ -9,6 +9,7 @@ all of it is rebuilt after a restart (a whole progress deadline again, the statu
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,16 +20,51 @@ from nodemanager.controller.summary import NodeView, configset_status, differs, 
 from nodemanager.controller.written import StatusWrites
 from nodemanager.kube.recorder import involved
 
+log = logging.getLogger(__name__)
+
 
 @dataclass
 class Memory(StatusWrites):
-    """The status writes the cache may not show yet (written.py), and the rollouts' state."""
+    """The status writes the cache may not show yet (written.py), and the rollouts' state.
+
+    What follows a write (the revision a rollout aims at, a ready mark) is remembered only
+    from writes the API server took (``applied``, controller-runtime's expectations): a failed
+    write leaves memory as it was, so the next try (with the object's backoff) plans it again."""
 
     METHOD = "patch_configset_status"
     # ConfigSet -> (revision, updated nodes, when that last changed): progress deadlines
     progress: dict[str, tuple[str, int, float]] = field(default_factory=dict)
     targets: dict[str, str] = field(default_factory=dict)  # revision the rollout last aimed at
+    # (ConfigSet, node, revision) -> the ready time written, until the cache shows it
     ready_marked: dict[tuple[str, str, str], str] = field(default_factory=dict)
+
+    def applied(
+        self, name: str, done: Sequence[Effect], mono: float, resource_version: str
+    ) -> None:
+        super().applied(name, done, mono, resource_version)
+        for effect in done:
+            if isinstance(effect, Write):
+                self._confirmed(name, effect)
+
+    def _confirmed(self, name: str, write: Write) -> None:
+        args = write.args
+        if write.method == "mark_ready":
+            node, _field, configset, revision, since = args
+            self.ready_marked[(configset, node, revision)] = since
+        elif write.method == "create_revision":
+            self.targets[name] = args[0]["metadata"]["name"]
+            log.info(
+                "ConfigSet %s: revision %d (%s)", name, args[0]["revision"], self.targets[name]
+            )
+        elif write.method == "renumber_revision":
+            self.targets[name] = args[0]
+            log.info("ConfigSet %s: revision %s is current again as %d", name, *args)
+        elif write.method == self.METHOD and args[1].get("updateRevision"):
+            self.targets[name] = args[1]["updateRevision"]
+        elif write.method == "admit":
+            log.info("ConfigSet %s: admitted %s to %s", name, args[0], args[3])
+        elif write.method == "delete_revision":
+            log.info("ConfigSet %s: revision %s deleted (revisionHistoryLimit)", name, args[0])
 
 
 @dataclass(frozen=True)
@@ -76,7 +112,6 @@ def reconcile(
             memory.ready_marked,
             gate,
         )
-        memory.targets[name] = step.extra["updateRevision"]
         effects.extend(deferred.effects)
         held = bool((raw.get("spec") or {}).get("paused") or step.halted or step.held_by_pool)
         stalled = _stalled(memory, name, staged, step, held, mono)

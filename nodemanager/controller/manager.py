@@ -32,6 +32,7 @@ from nodemanager.controller import (
     events,
     fencing,
     firstapplied,
+    handler,
     liveness,
     rollout,
     staging,
@@ -199,36 +200,21 @@ class Controller:
         reconcile: Outcome | Callable[[], Outcome],
         done: Callable[[Outcome, Applied], None] | None = None,
     ) -> Applied | None:
-        """The one place a reconcile's outcome becomes writes, Events, metrics, logs and the
-        object's retry schedule (controller-runtime's reconcileHandler). ``version`` is the
-        object's resourceVersion: a Permanent error is not retried until it changes."""
+        """A reconcile's outcome as writes, Events and retries (handler.py), plus the
+        metrics and the next wake-up it asks for."""
         self._keys.add(key)
         mono = time.monotonic()
-        if not self._retry.ready(key, version, mono):
-            return None  # backing off (or a permanent error until the object changes)
-        try:
-            outcome = reconcile if isinstance(reconcile, Outcome) else reconcile()
-        except Exception as e:
-            # A bug or data nobody expected: the other objects go on, this one backs off.
-            log.exception("%s: reconcile failed", key)
-            self._retry.failed(key, version, e, mono)
+        handled = handler.handle(
+            key, version, reconcile, self.fleet, self._retry, mono, self._event, done
+        )
+        if handled is None:
             return None
-        result = effects.apply(outcome, self.fleet, self._event)
-        self._answers(result, time.monotonic() - mono)
-        for effect in result.done:
+        self._answers(handled.result, time.monotonic() - mono)
+        for effect in handled.result.done:
             self.metrics.writes.labels(effect.what).inc()
-        if result.error is not None:
-            delay = self._retry.failed(key, version, result.error, mono)
-            failed = outcome.effects[len(result.done) + len(result.skipped)]
-            when = "when it changes" if delay == float("inf") else f"in {delay:.1f} s"
-            log.warning("%s: %s failed (retry %s): %s", key, failed.what, when, result.error)
-        else:
-            self._retry.succeeded(key)
-            if done is not None:
-                done(outcome, result)
-        if outcome.requeue_after is not None:
-            self._wake_at = min(self._wake_at, mono + outcome.requeue_after)
-        return result
+        if handled.outcome.requeue_after is not None:
+            self._wake_at = min(self._wake_at, mono + handled.outcome.requeue_after)
+        return handled.result
 
     def _answers(self, result: Applied, took: float) -> None:
         """Whether the API server answers: no answer, or one after a hang, starts blind time

@@ -9,7 +9,6 @@ on the other nodes it applies at once and counts by generation, as before."""
 from __future__ import annotations
 
 import datetime as dt
-import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,9 +19,7 @@ from nodemanager.controller.effects import Deferred
 from nodemanager.controller.pools import Target
 from nodemanager.controller.summary import Counts, NodeView, count
 from nodemanager.desired.select import matches, selector_only
-from nodemanager.kube.errors import KubeError
 
-log = logging.getLogger(__name__)
 # A ConfigSet staged only by its nodes' pools: their budgets bound it, it adds none of its own.
 POOL_STAGED = rollout.Rollout(max_unavailable="100%")
 
@@ -77,7 +74,9 @@ class _Ready:
     configset: str
     target: str
     now: dt.datetime
-    marked: dict[tuple[str, str, str], str] | None  # written, perhaps not in the cache yet
+    # Marks the API server took, perhaps not in the cache yet (configsets.Memory.applied adds
+    # them once a write is confirmed; one that failed is not here and is written again).
+    marked: dict[tuple[str, str, str], str] | None
 
     def since(self, node: Mapping[str, Any], reported: str | None, error: str) -> str | None:
         if not reported or error:
@@ -96,13 +95,9 @@ class _Ready:
         if reported != self.target:
             return None
         stamp = self.now.strftime("%Y-%m-%dT%H:%M:%SZ")
-        try:
-            self.fleet.mark_ready(name, rollout.READY_FIELD, self.configset, reported, stamp)
-        except KubeError as e:
-            log.warning("ConfigSet %s: cannot record %s ready: %s", self.configset, name, e)
-            return None
-        if self.marked is not None:
-            self.marked[key] = stamp
+        # Planned as if it lands; when it does not, nothing after it is written either
+        # (effects.apply stops) and the next try plans again from the cache.
+        self.fleet.mark_ready(name, rollout.READY_FIELD, self.configset, reported, stamp)
         return stamp
 
 
@@ -127,14 +122,12 @@ def sync(
     if target not in mine:
         fleet.create_revision(rollout.revision_object(cs, namespace, newest + 1))
         mine[target] = newest + 1
-        log.info("ConfigSet %s: revision %d (%s)", name, newest + 1, target)
         if newest:
             budget = settings.max_unavailable if has_rollout(cs) else "of each stageAll pool"
             notes.append(events.started(newest + 1, target, budget, bool(spec.get("paused"))))
     elif mine[target] < newest and last_target != target:
         fleet.renumber_revision(target, newest + 1)  # earlier content is back (undo)
         mine[target] = newest + 1
-        log.info("ConfigSet %s: revision %s is current again as %d", name, target, newest + 1)
         notes.append(events.undone(newest + 1, target))
 
     selector = selector_only(cs)
@@ -265,7 +258,6 @@ def _admit(
             # no later delete or selector change can make this host look new again.
             fleet.mark_first_applied(node_name, stamp)
         fleet.admit(node_name, rollout.REVISIONS_FIELD, name, revision)
-        log.info("ConfigSet %s: admitted %s to %s", name, node_name, revision)
     return list(nodes)
 
 
@@ -280,13 +272,7 @@ def _trim(
     """revisionHistoryLimit: delete the oldest revisions, never the target or an admitted one."""
     keep = {target} | {r for node in nodes if (r := _admitted(node, name))}
     for old in rollout.expired(mine, keep, limit):
-        try:
-            fleet.delete_revision(old)
-            log.info(
-                "ConfigSet %s: revision %s deleted (revisionHistoryLimit %d)", name, old, limit
-            )
-        except KubeError as e:
-            log.warning("ConfigSet %s: cannot delete revision %s: %s", name, old, e)
+        fleet.delete_revision(old)
 
 
 def prune(
@@ -308,17 +294,8 @@ def prune(
             selector = selector_only(cs) if cs is not None else None
             if cs is not None and staged(cs, node) and selector and matches(selector, labels):
                 continue
-            try:
-                fleet.unadmit(
-                    node["metadata"]["name"], (rollout.REVISIONS_FIELD, rollout.READY_FIELD), name
-                )
-            except KubeError as e:
-                log.warning(
-                    "ManagedNode %s: cannot remove admission of %s: %s",
-                    node["metadata"]["name"],
-                    name,
-                    e,
-                )
-                continue
+            fleet.unadmit(
+                node["metadata"]["name"], (rollout.REVISIONS_FIELD, rollout.READY_FIELD), name
+            )
             pruned.append((node["metadata"]["name"], name))
     return pruned
