@@ -46,7 +46,8 @@ deps:
 test: deps venv collections builds lint
 	$(PY) -m tests.parallel
 
-test-unit: venv
+# The argspec tests read the modules' argument specs from the installed collections.
+test-unit: venv collections
 	$(PY) -m pytest tests/unit
 
 test-integration: venv collections

@@ -99,7 +99,11 @@ def older_crd(cluster):  # noqa: F811
     api.replace_custom_resource_definition(relaxed["metadata"]["name"], relaxed)
     probe = {"release": "relaxed\u2028"}
     # an administrator's write passes once the relaxed schema is served
-    eventually(lambda: not refused(lambda: patch_status(cluster.admin, cluster.ns, probe)))
+    eventually(
+        lambda: not refused(lambda: patch_status(cluster.admin, cluster.ns, probe)),
+        timeout=120,
+        message="the API server serves the relaxed ManagedNode schema",
+    )
     try:
         yield
     finally:
@@ -112,7 +116,9 @@ def older_crd(cluster):  # noqa: F811
         )
         assert done.returncode == 0, done.stderr
         eventually(
-            lambda: refused(lambda: patch_status(cluster.admin, cluster.ns, probe)), timeout=30
+            lambda: refused(lambda: patch_status(cluster.admin, cluster.ns, probe)),
+            timeout=120,
+            message="the API server serves the shipped ManagedNode schema again",
         )
 
 

@@ -33,8 +33,8 @@ from tests.cluster.test_controller import (
     new_revision,
     nm,
     rollout_status,
-    set_pool,
 )
+from tests.cluster.test_controller import set_pool as merge_pool
 from tests.cluster.test_daemon import GROUP, VERSION, condition, put_configset
 
 pytestmark = [pytest.mark.cluster, pytest.mark.ansible]
@@ -95,6 +95,28 @@ def put_pool(api, ns, name, spec):
         custom(api).patch_namespaced_custom_object(
             GROUP, VERSION, ns, "nodepools", name, {"spec": spec}
         )
+
+
+def set_pool(api, ns, name, spec):
+    """Merge ``spec`` into a NodePool's spec. Pool web (every node: role=web) is made first
+    when this test runs alone: the module's first test makes it otherwise."""
+    if name == "web":
+        body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "NodePool", "metadata": {"name": name}}
+        body["spec"] = {"nodeSelector": {"matchLabels": {"role": "web"}}}
+        try:
+            custom(api).create_namespaced_custom_object(GROUP, VERSION, ns, "nodepools", body)
+        except client.ApiException as e:
+            if e.status != 409:
+                raise
+        else:
+            eventually(
+                lambda: all(
+                    get(api, ns, "managednodes", h)["spec"].get("pool") == "web" for h in HOSTS
+                ),
+                timeout=120,
+                message="every node in pool web",
+            )
+    merge_pool(api, ns, name, spec)
 
 
 def label(api, ns, node, labels):
