@@ -16,7 +16,13 @@ from typing import Any
 
 from nodemanager.controller import events, rollout, staging
 from nodemanager.controller.effects import Deferred, Effect, Outcome, Write
-from nodemanager.controller.summary import NodeView, configset_status, differs, progress_only
+from nodemanager.controller.summary import (
+    NodeView,
+    configset_status,
+    differs,
+    progress_only,
+    waiting,
+)
 from nodemanager.controller.written import StatusWrites
 from nodemanager.kube.recorder import involved
 
@@ -124,6 +130,7 @@ def reconcile(
             halted=step.halted,
             held_by_pool=step.held_by_pool,
             stalled=stalled,
+            waits=step.waits,
         )
         notes.extend(step.notes)
         waits = bool(step.counts.pending and not stalled and not held) or (
@@ -169,5 +176,5 @@ def _stalled(
         return ""
     return (
         f"no node updated for {settings.progress_deadline_seconds}s; "
-        f"waiting for {events.names(step.counts.pending)}"
+        f"waiting for {waiting(step.counts.pending, step.waits)}"
     )

@@ -1,4 +1,5 @@
-"""What the controller says in Events on a ConfigSet (pure): rollout steps and transitions.
+"""What the controller says in Events on a ConfigSet or a NodePool (pure): rollout steps and
+transitions of the conditions it writes.
 
 Events come from *changes* the controller makes or observes in the status it writes, never from
 a sync loop as such: a ConfigSet that stays Degraded gets one ``Degraded`` Event, not one a
@@ -91,7 +92,11 @@ def transitions(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Not
     revision = str(after.get("updateRevision") or "")
     notes = []
     degraded = new.get("Degraded") or {}
-    if _status(new, "Degraded") == "True" and _status(old, "Degraded") != "True":
+    if _status(new, "Degraded") == "True" and (
+        _status(old, "Degraded") != "True"
+        or (old.get("Degraded") or {}).get("message") != degraded.get("message")
+    ):
+        # Again when more nodes fail: one Event per revision, its message naming them all.
         notes.append(
             Note("Degraded", str(degraded.get("message") or ""), key=revision, warning=True)
         )
@@ -137,5 +142,50 @@ def transitions(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Not
                 f"{after.get('matched', 0)} matched nodes",
                 key=revision,
             )
+        )
+    return notes
+
+
+def _changed(old: Mapping[str, Any], new: Mapping[str, Any], type_: str) -> bool:
+    before, after = old.get(type_) or {}, new.get(type_) or {}
+    return (before.get("status"), before.get("reason")) != (
+        after.get("status"),
+        after.get("reason"),
+    )
+
+
+def pool_transitions(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Note]:
+    """Events on a NodePool for what its conditions now say that they did not (written
+    status to written status): degraded and recovered, past its deadline, paused and resumed,
+    updating and updated, and its membership's size."""
+    old, new = by_type(before.get("conditions")), by_type(after.get("conditions"))
+    notes = []
+    degraded, updating = new.get("Degraded") or {}, new.get("Updating") or {}
+    if _status(new, "Degraded") == "True" and (
+        _changed(old, new, "Degraded")
+        or (old.get("Degraded") or {}).get("message") != degraded.get("message")
+    ):
+        notes.append(
+            Note(str(degraded.get("reason")), str(degraded.get("message") or ""), warning=True)
+        )
+    elif _status(old, "Degraded") == "True" and _status(new, "Degraded") == "False":
+        notes.append(Note("Recovered", "no node of the pool is degraded or held"))
+    if _changed(old, new, "Updating") and old:
+        reason = str(updating.get("reason") or "")
+        message = str(updating.get("message") or "")
+        was = str((old.get("Updating") or {}).get("reason") or "")
+        if reason == "ProgressDeadlineExceeded":
+            notes.append(Note(reason, message, warning=True))
+        elif reason == "Paused":
+            notes.append(Note("PoolPaused", f"{message}: nothing is admitted on its nodes"))
+        elif was == "Paused":
+            notes.append(Note("PoolResumed", f"spec.paused cleared: {message}"))
+        elif reason in ("NodesUpdating", "NodesWaiting"):
+            notes.append(Note(reason, message))
+    if _status(new, "Updated") == "True" and _status(old, "Updated") == "False":
+        notes.append(Note("PoolUpdated", str((new.get("Updated") or {}).get("message") or "")))
+    if before and before.get("nodes") != after.get("nodes"):
+        notes.append(
+            Note("MembersChanged", f"{after.get('nodes', 0)} nodes (were {before.get('nodes', 0)})")
         )
     return notes

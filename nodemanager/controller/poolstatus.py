@@ -8,7 +8,7 @@ being disrupted, and no node is in two pools.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from nodemanager.api.pool import NodePool
@@ -29,6 +29,7 @@ class PoolCounts:
     degraded: list[str]
     disruptions: list[str]
     conflicting: list[str]
+    why: Mapping[str, str] = field(default_factory=dict)  # disrupted node -> why (pools.py)
 
 
 def counts(
@@ -52,7 +53,16 @@ def counts(
         degraded=degraded,
         disruptions=[n.name for n in mine if n.granted and n.granted == n.request],
         conflicting=sorted(n for n, pools in budget.conflicts.items() if pool.name in pools),
+        why={n.name: why[n.name] for n in mine if n.name in why},
     )
+
+
+def waiting_for(c: PoolCounts) -> str:
+    """The nodes not updated, each with why (held by two pools, not ready, which ConfigSet
+    changes it, or waiting for a slot), the first ten."""
+    held = [f"{n} (selected by two pools)" for n in c.conflicting]
+    rest = [f"{n} ({c.why.get(n) or 'waiting for a slot'})" for n in c.nodes if n not in c.updated]
+    return names(rest + held)
 
 
 def pool_status(
@@ -70,19 +80,22 @@ def pool_status(
     previous = by_type((raw.get("status") or {}).get("conditions"))
     total, done = len(c.nodes), len(c.updated)
     is_updated = done == total and not c.unavailable and not c.conflicting
+    summary = f"{done} of {total} nodes updated"
+    if not is_updated:
+        summary += f"; waiting for {waiting_for(c)}"
+    # Updating is True exactly while some node is being changed (the UPDATING column's count):
+    # nodes that only wait (a paused pool, two pools, not ready) are named, not counted.
+    changing = "True" if c.updating else "False"
     if is_updated:
-        updating = ("False", "AllNodesUpdated", f"{done} of {total} nodes updated")
+        updating = ("False", "AllNodesUpdated", summary)
     elif pool.paused:
-        updating = ("False", "Paused", f"spec.paused is set; {done} of {total} nodes updated")
+        updating = ("False", "Paused", f"spec.paused is set; {summary}")
     elif stalled:
-        updating = ("True", "ProgressDeadlineExceeded", stalled)
+        updating = (changing, "ProgressDeadlineExceeded", stalled)
+    elif c.updating:
+        updating = ("True", "NodesUpdating", summary)
     else:
-        waiting = [n for n in c.nodes if n not in c.updated]
-        updating = (
-            "True",
-            "NodesUpdating",
-            f"{done} of {total} nodes updated; waiting for {names(waiting)}",
-        )
+        updating = ("False", "NodesWaiting", summary)
     problems = []
     if invalid:
         held = "its defaults hold" if pool.is_default else "it selects no node"
@@ -110,7 +123,7 @@ def pool_status(
                 "Updated",
                 is_updated,
                 "AllNodesUpdated" if is_updated else "NodesNotUpdated",
-                f"{done} of {total} nodes updated",
+                summary,
                 gen,
                 now,
             ),

@@ -20,7 +20,7 @@ from nodemanager.api import InvalidObject
 from nodemanager.api.nodereport import set_condition
 from nodemanager.api.pool import CONFLICT_CONDITION, DEFAULT_POOL, NodePool, default_pool
 from nodemanager.controller.effects import Effect, Outcome, Write
-from nodemanager.controller.events import Note, names
+from nodemanager.controller.events import Note, pool_transitions
 from nodemanager.controller.pools import (
     GRANT_FIELD,
     POOL_FIELD,
@@ -30,7 +30,7 @@ from nodemanager.controller.pools import (
     grants,
     placements,
 )
-from nodemanager.controller.poolstatus import PoolCounts, counts, pool_status
+from nodemanager.controller.poolstatus import PoolCounts, counts, pool_status, waiting_for
 from nodemanager.controller.summary import NodeView, differs, progress_only
 from nodemanager.controller.written import StatusWrites
 from nodemanager.kube.recorder import involved
@@ -190,7 +190,10 @@ def reconcile(
             wait = progress_period - since
             outcome = Outcome(requeue_after=min(wait, deadline_in or wait))
         else:
-            outcome = Outcome((Write("pool_status", "patch_pool_status", (found.name, wanted)),))
+            write = Write("pool_status", "patch_pool_status", (found.name, wanted))
+            # Events only from a status actually written (recorded after it went through).
+            notes = tuple(pool_transitions(base, wanted))
+            outcome = Outcome((write,), notes, involved(raw, "NodePool"))
         work.append(
             (f"NodePool/{found.name}", str(raw["metadata"].get("resourceVersion")), outcome)
         )
@@ -218,7 +221,7 @@ def _stalled(
     """(the nodes waited for, when none was newly updated for progressDeadlineSeconds; the
     seconds until that deadline, None when none runs). The controller's clock: a restart
     gives a whole deadline again."""
-    waiting = [n for n in c.nodes if n not in c.updated]
+    waiting = [n for n in c.nodes if n not in c.updated] + c.conflicting
     prior = memory.progress.get(pool.name)
     if prior is None or prior[0] != len(c.updated) or not waiting or pool.paused:
         memory.progress[pool.name] = (len(c.updated), mono)
@@ -228,7 +231,7 @@ def _stalled(
     if left > 0:
         return "", left
     deadline = pool.progress_deadline_seconds
-    return f"no node updated for {deadline}s; waiting for {names(waiting)}", None
+    return f"no node updated for {deadline}s; waiting for {waiting_for(c)}", None
 
 
 def conflict_conditions(

@@ -300,7 +300,8 @@ def undo_target(
 def progress(cs: Mapping[str, Any]) -> tuple[str, str]:
     """(state, message) of a ConfigSet's rollout as `rollout status` prints it.
 
-    state is "done", "failed", "paused" or "waiting"."""
+    state is "done", "failed" (Degraded: halted or failed on a node; or past
+    progressDeadlineSeconds, as kubectl says of a Deployment), "paused" or "waiting"."""
     meta, status = cs.get("metadata") or {}, cs.get("status") or {}
     name = meta.get("name", "")
     conditions = {c.get("type"): c for c in status.get("conditions") or []}
@@ -311,6 +312,12 @@ def progress(cs: Mapping[str, Any]) -> tuple[str, str]:
         return (
             "failed",
             f'configset "{name}" rollout failed: {conditions["Degraded"].get("message", "")}',
+        )
+    progressing = conditions.get("Progressing") or {}
+    if progressing.get("reason") == "ProgressDeadlineExceeded":
+        return (
+            "failed",
+            f'configset "{name}" exceeded its progress deadline: {progressing.get("message", "")}',
         )
     paused = conditions.get("Paused") or {}
     if paused.get("status") == "True":

@@ -53,6 +53,7 @@ class Outcome:
     halted: str  # why admissions stopped after a failure; empty otherwise
     held_by_pool: str  # why nothing can move: every node it waits for is in a paused pool
     notes: list[events.Note]  # what this step did, for Events on the ConfigSet
+    waits: Mapping[str, str]  # pending node -> why it is not updated yet (condition messages)
 
 
 def _admitted(node: Mapping[str, Any], configset: str) -> str | None:
@@ -209,7 +210,36 @@ def sync(
     }
     if p.down and extra["notReadyNodes"] != (cs.get("status") or {}).get("notReadyNodes"):
         notes.append(events.not_ready(p.down))  # when the set changes, not every sync
-    return Outcome(counts, extra, halted, _held_by_pool(p, gate, updating), notes)
+    held = "rollout paused" if spec.get("paused") else "rollout halted" if halted else ""
+    waits = _waits(p, gate, states, target, held) | {n: "not reported" for n in rest.pending}
+    return Outcome(counts, extra, halted, _held_by_pool(p, gate, updating), notes, waits)
+
+
+def _waits(
+    p: rollout.Plan,
+    gate: rollout.Gate | None,
+    states: Sequence[rollout.NodeState],
+    target: str,
+    held: str,
+) -> dict[str, str]:
+    """Why each node of the plan is not updated yet, in a few words an operator can act on."""
+    g: rollout.Gate = gate or rollout.Unpooled()
+    why: dict[str, str] = {}
+    for s in states:
+        if s.name in p.updated or s.name in p.failed:
+            continue
+        if s.name in p.down:
+            why[s.name] = "not ready"
+        elif g.held(s.name):
+            why[s.name] = "selected by two pools"
+        elif s.admitted == target or s.name in p.admit:
+            applied = s.reported == target and not s.error
+            why[s.name] = "minReadySeconds" if applied else "updating"
+        elif pool := g.paused_pool(s.name):
+            why[s.name] = f"pool {pool} paused"
+        else:
+            why[s.name] = held or "waiting for maxUnavailable"
+    return why
 
 
 def _held_by_pool(p: rollout.Plan, gate: rollout.Gate | None, updating: Sequence[str]) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 from nodemanager.api.nodereport import NodeReport
 from nodemanager.controller.conditions import by_type, condition
+from nodemanager.controller.events import names
 from nodemanager.desired.select import explain, matches, missing_values, selector_only
 
 FAILED_NAMES_LIMIT = 10
@@ -68,13 +69,14 @@ def configset_status(
     halted: str = "",
     held_by_pool: str = "",
     stalled: str = "",
+    waits: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The status the controller wants for one ConfigSet.
 
     A staged rollout passes its own ``counts`` (by revision), ``extra`` fields and, when a
     failure stopped it, ``halted`` (the message of the Paused condition); when its nodes' pools
     are paused, ``held_by_pool``; past its progressDeadlineSeconds, ``stalled`` (the message
-    of Progressing=False)."""
+    of Progressing=False); ``waits``, why each pending node waits (named in the message)."""
     meta, spec = raw.get("metadata") or {}, raw.get("spec") or {}
     generation = int(meta.get("generation") or 0)
     previous = by_type((raw.get("status") or {}).get("conditions"))
@@ -103,7 +105,7 @@ def configset_status(
         progressing = (
             "True",
             "NodesUpdating",
-            f"{len(c.pending)} of {len(c.matched)} nodes pending",
+            f"{len(c.pending)} of {len(c.matched)} nodes pending: {waiting(c.pending, waits)}",
         )
     else:
         progressing = (
@@ -169,6 +171,12 @@ def configset_status(
         "conditions": conditions,
     }
     return status
+
+
+def waiting(nodes: Sequence[str], waits: Mapping[str, str] | None) -> str:
+    """Node names, each with why it waits when known ("n1 (not ready), n2"), the first ten."""
+    why = waits or {}
+    return names([f"{n} ({why[n]})" if why.get(n) else n for n in nodes])
 
 
 def differs(wanted: Mapping[str, Any], current: Mapping[str, Any] | None) -> bool:

@@ -117,6 +117,19 @@ def test_progress_words_follow_the_status():
     assert progress(cs)[0] == "done"
     cs["status"]["conditions"] = [{"type": "Degraded", "status": "True", "message": "failed on n0"}]
     assert progress(cs) == ("failed", 'configset "web" rollout failed: failed on n0')
+    # Past its deadline, as kubectl says of a Deployment; ahead of a pause it says why.
+    stalled = {
+        "type": "Progressing",
+        "status": "False",
+        "reason": "ProgressDeadlineExceeded",
+        "message": "no node updated for 600s; waiting for n2 (not ready)",
+    }
+    cs["status"] = {"observedGeneration": 2, "matched": 3, "updated": 1, "conditions": [stalled]}
+    assert progress(cs) == (
+        "failed",
+        'configset "web" exceeded its progress deadline: '
+        "no node updated for 600s; waiting for n2 (not ready)",
+    )
 
 
 class FakeFleet:
