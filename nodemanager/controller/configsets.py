@@ -9,6 +9,7 @@ all of it is rebuilt after a restart (a whole progress deadline again, the statu
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -117,6 +118,7 @@ def reconcile(
             last,
             memory.ready_marked,
             gate,
+            now=dt.datetime.fromisoformat(now.replace("Z", "+00:00")),  # one clock per sync
         )
         effects.extend(deferred.effects)
         held = bool((raw.get("spec") or {}).get("paused") or step.halted or step.held_by_pool)
