@@ -96,63 +96,87 @@ def reconcile(
     """The writes and Events that bring one ConfigSet's rollout and status up to date;
     ``gate``: the pools' budget this sync's rollouts share (controller/pools.py)."""
     name = raw["metadata"]["name"]
-    cached = raw.get("status") or {}
     base = {**raw, "status": memory.base(raw)}
     staged = staging.settings(raw, nodes, gate)
-    effects: list[Effect] = []
-    notes: list[events.Note] = []
-    waits = False  # on time: minReadySeconds, a progress deadline
     if staged is None:
-        wanted = configset_status(base, views, now=now)
+        step = _Step(configset_status(base, views, now=now), [], [], False)
     else:
-        deferred = Deferred()
-        mine = [r for r in revisions if _owner(r) == name]
-        last = memory.targets.get(name) or cached.get("updateRevision")
-        step = staging.sync(
-            deferred,
-            settings.namespace,
-            raw,
-            staged,
-            nodes,
-            mine,
-            last,
-            memory.ready_marked,
-            gate,
-            now=dt.datetime.fromisoformat(now.replace("Z", "+00:00")),  # one clock per sync
+        step = _rollout(
+            raw, base, views, nodes, revisions, memory, settings, staged, now, mono, gate
         )
-        effects.extend(deferred.effects)
-        held = bool((raw.get("spec") or {}).get("paused") or step.halted or step.held_by_pool)
-        stalled = _stalled(memory, name, staged, step, held, mono)
-        wanted = configset_status(
-            base,
-            views,
-            now=now,
-            extra=step.extra,
-            counts=step.counts,
-            halted=step.halted,
-            held_by_pool=step.held_by_pool,
-            stalled=stalled,
-            waits=step.waits,
-        )
-        notes.extend(step.notes)
-        waits = bool(step.counts.pending and not stalled and not held) or (
-            staged.min_ready_seconds > 0 and step.extra["unavailable"] > 0
-        )
-    if differs(wanted, base["status"]):
+    effects, notes, waits = step.effects, step.notes, step.waits
+    if differs(step.wanted, base["status"]):
         recent = memory.since(name, mono) < settings.progress_period
-        if recent and progress_only(wanted, base["status"]):
+        if recent and progress_only(step.wanted, base["status"]):
             waits = True  # a progress-only write waits: every agent's watch receives each one
         else:
-            effects.append(Write("configset_status", "patch_configset_status", (name, wanted)))
+            effects.append(Write("configset_status", "patch_configset_status", (name, step.wanted)))
             # Transitions only from a status actually written: the Events are recorded after
             # the effects, and not at all when a write failed (it is retried).
-            notes.extend(events.transitions(base["status"], wanted))
+            notes.extend(events.transitions(base["status"], step.wanted))
     return Outcome(
         tuple(effects),
         tuple(notes),
         involved(raw, "ConfigSet"),
         settings.requeue if waits else None,
     )
+
+
+@dataclass
+class _Step:
+    wanted: dict[str, Any]  # the status
+    effects: list[Effect]  # the rollout's writes, before the status
+    notes: list[events.Note]
+    waits: bool  # on time: minReadySeconds, a progress deadline
+
+
+def _rollout(
+    raw: Mapping[str, Any],
+    base: Mapping[str, Any],
+    views: Sequence[NodeView],
+    nodes: Sequence[Mapping[str, Any]],
+    revisions: Sequence[Mapping[str, Any]],
+    memory: Memory,
+    settings: Settings,
+    staged: rollout.Rollout,
+    now: str,
+    mono: float,
+    gate: rollout.Gate | None,
+) -> _Step:
+    """A staged ConfigSet's rollout step (staging.py) and the status it earns."""
+    name = raw["metadata"]["name"]
+    deferred = Deferred()
+    mine = [r for r in revisions if _owner(r) == name]
+    last = memory.targets.get(name) or (raw.get("status") or {}).get("updateRevision")
+    step = staging.sync(
+        deferred,
+        settings.namespace,
+        raw,
+        staged,
+        nodes,
+        mine,
+        last,
+        memory.ready_marked,
+        gate,
+        now=dt.datetime.fromisoformat(now.replace("Z", "+00:00")),  # one clock per sync
+    )
+    held = bool((raw.get("spec") or {}).get("paused") or step.halted or step.held_by_pool)
+    stalled = _stalled(memory, name, staged, step, held, mono)
+    wanted = configset_status(
+        base,
+        views,
+        now=now,
+        extra=step.extra,
+        counts=step.counts,
+        halted=step.halted,
+        held_by_pool=step.held_by_pool,
+        stalled=stalled,
+        waits=step.waits,
+    )
+    waits = bool(step.counts.pending and not stalled and not held) or (
+        staged.min_ready_seconds > 0 and step.extra["unavailable"] > 0
+    )
+    return _Step(wanted, list(deferred.effects), list(step.notes), waits)
 
 
 def _owner(revision: Mapping[str, Any]) -> str | None:
