@@ -19,12 +19,13 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from nodemanager.api import ConfigSet, InvalidObject
 from nodemanager.api.revisions import admitted
+from nodemanager.backoff import Backoff
 from nodemanager.controller import (
     access,
     csrapprove,
@@ -162,6 +163,8 @@ class Controller:
         # When a request of ours last got no answer, or one only after a hang
         self._unanswered_at = float("-inf")
         self._failing = False  # the last request got no answer: marks wait for one that does
+        self._sync_backoff = Backoff(1.0, 60.0)  # a whole sync that crashed (a bug)
+        self._sync_retry_at = float("-inf")  # not before then, after such a crash
 
     def _informer(self, kind: Kind, **kwargs: Any) -> Informer:
         return Informer(
@@ -491,14 +494,7 @@ class Controller:
             alive=lambda: not self.stop.is_set(),
             leading=lambda: self.leading() and self._synced(),
         )
-        for name, informer in self.informers.items():
-            threading.Thread(
-                target=informer.run, args=(self.stop,), name=f"informer-{name}", daemon=True
-            ).start()
-        if self.elector:
-            threading.Thread(
-                target=self.elector.run, args=(self.stop, self._lost), name="elector", daemon=True
-            ).start()
+        self._start_threads()
         last_sync, was_leading = 0.0, False
         while not self.stop.is_set():
             # Wake for changes, and at least every second: Lease expiry is a matter of time.
@@ -513,29 +509,56 @@ class Controller:
             if not was_leading:
                 log.info("leading: syncing the fleet")
                 was_leading = True
-            idle = time.monotonic() - last_sync < self.opts.resync_period
-            due = min(self._wake_at, self._retry.next_due() or float("inf"))
-            waiting = due <= time.monotonic()
-            if not changed and was_leading and last_sync and not waiting and idle:
+            backing_off = time.monotonic() < self._sync_retry_at
+            if backing_off or (not changed and last_sync and not self._due(last_sync)):
                 self._sync_liveness(self.informers["managednodes"].items())
                 continue
             wait = last_sync + self.opts.sync_period - time.monotonic()
             if wait > 0 and self.stop.wait(wait):  # coalesce: one sync per period at most
                 break
-            self.dirty.clear()
             last_sync = time.monotonic()
-            try:
-                self.sync()
-            except Exception:
-                log.exception("sync failed")
-                self.dirty.set()
+            self._sync_once()
+        self._close(servers)
+        return 1 if self.lost else 0
+
+    def _start_threads(self) -> None:
+        for name, informer in self.informers.items():
+            threading.Thread(
+                target=informer.run, args=(self.stop,), name=f"informer-{name}", daemon=True
+            ).start()
+        if self.elector:
+            threading.Thread(
+                target=self.elector.run, args=(self.stop, self._lost), name="elector", daemon=True
+            ).start()
+
+    def _due(self, last_sync: float) -> bool:
+        """A whole sync is due without a change: the resync period passed, or a requeue or a
+        retry is due."""
+        now = time.monotonic()
+        due = min(self._wake_at, self._retry.next_due() or float("inf"), self._sync_retry_at)
+        return due <= now or now - last_sync >= self.opts.resync_period
+
+    def _sync_once(self) -> None:
+        """One whole sync; one that crashes outside the per-object handler (a bug) is tried
+        again with backoff (1 s doubling to 60 s), not every second; liveness goes on."""
+        self.dirty.clear()
+        try:
+            self.sync()
+        except Exception:
+            delay = self._sync_backoff.next()
+            log.exception("sync failed; again in %.1f s", delay)
+            self._sync_retry_at = time.monotonic() + delay
+            return
+        self._sync_backoff.reset()
+        self._sync_retry_at = float("-inf")
+
+    def _close(self, servers: Sequence[Any]) -> None:
         if self.elector and not self.lost:
             self.elector.release()
         for server in servers:
             server.shutdown()
         self.clients.close()
         log.info("stopped")
-        return 1 if self.lost else 0
 
     def shutdown(self) -> None:
         self.stop.set()
