@@ -176,28 +176,42 @@ def reconcile(
         if found is None:
             continue
         c = counts(found, members, budget, why, targets)
-        stalled, deadline_in = _stalled(memory, found, c, mono)
-        limit = budget.limit(found.name)
-        base, wanted = _status(raw, found, c, limit, memory, now, stalled, invalid.get(found.name))
-        since = memory.since(found.name, mono)
-        if not differs(wanted, base):
-            # Nothing to write now; the deadline's transition is due without any event.
-            if deadline_in is None:
-                continue
-            outcome = Outcome(requeue_after=deadline_in)
-        elif since < progress_period and progress_only(wanted, base):
-            # Counts of a change in progress: written at most every progress_period.
-            wait = progress_period - since
-            outcome = Outcome(requeue_after=min(wait, deadline_in or wait))
-        else:
-            write = Write("pool_status", "patch_pool_status", (found.name, wanted))
-            # Events only from a status actually written (recorded after it went through).
-            notes = tuple(pool_transitions(base, wanted))
-            outcome = Outcome((write,), notes, involved(raw, "NodePool"))
-        work.append(
-            (f"NodePool/{found.name}", str(raw["metadata"].get("resourceVersion")), outcome)
+        outcome = _pool_outcome(
+            raw, found, c, budget.limit(found.name), memory, now, mono, progress_period, invalid
         )
+        if outcome is not None:
+            rv = str(raw["metadata"].get("resourceVersion"))
+            work.append((f"NodePool/{found.name}", rv, outcome))
     return budget, work
+
+
+def _pool_outcome(
+    raw: Mapping[str, Any],
+    pool: NodePool,
+    c: PoolCounts,
+    limit: int,
+    memory: PoolMemory,
+    now: str,
+    mono: float,
+    progress_period: float,
+    invalid: Mapping[str, str],
+) -> Outcome | None:
+    """One pool's status write with the Events it earns, or when to look again; None: nothing
+    to do until something changes."""
+    stalled, deadline_in = _stalled(memory, pool, c, mono)
+    base, wanted = _status(raw, pool, c, limit, memory, now, stalled, invalid.get(pool.name))
+    since = memory.since(pool.name, mono)
+    if not differs(wanted, base):
+        # Nothing to write now; the deadline's transition is due without any event.
+        return None if deadline_in is None else Outcome(requeue_after=deadline_in)
+    if since < progress_period and progress_only(wanted, base):
+        # Counts of a change in progress: written at most every progress_period.
+        wait = progress_period - since
+        return Outcome(requeue_after=min(wait, deadline_in or wait))
+    write = Write("pool_status", "patch_pool_status", (pool.name, wanted))
+    # Events only from a status actually written (recorded after it went through).
+    notes = tuple(pool_transitions(base, wanted))
+    return Outcome((write,), notes, involved(raw, "NodePool"))
 
 
 def _status(
