@@ -185,35 +185,6 @@ def reconcile(
     return budget, work
 
 
-def _pool_outcome(
-    raw: Mapping[str, Any],
-    pool: NodePool,
-    c: PoolCounts,
-    limit: int,
-    memory: PoolMemory,
-    now: str,
-    mono: float,
-    progress_period: float,
-    invalid: Mapping[str, str],
-) -> Outcome | None:
-    """One pool's status write with the Events it earns, or when to look again; None: nothing
-    to do until something changes."""
-    stalled, deadline_in = _stalled(memory, pool, c, mono)
-    base, wanted = _status(raw, pool, c, limit, memory, now, stalled, invalid.get(pool.name))
-    since = memory.since(pool.name, mono)
-    if not differs(wanted, base):
-        # Nothing to write now; the deadline's transition is due without any event.
-        return None if deadline_in is None else Outcome(requeue_after=deadline_in)
-    if since < progress_period and progress_only(wanted, base):
-        # Counts of a change in progress: written at most every progress_period.
-        wait = progress_period - since
-        return Outcome(requeue_after=min(wait, deadline_in or wait))
-    write = Write("pool_status", "patch_pool_status", (pool.name, wanted))
-    # Events only from a status actually written (recorded after it went through).
-    notes = tuple(pool_transitions(base, wanted))
-    return Outcome((write,), notes, involved(raw, "NodePool"))
-
-
 def _status(
     raw: Mapping[str, Any],
     pool: NodePool,
@@ -284,3 +255,32 @@ def _two_pools(node: str, pools: list[str]) -> Note:
         key=f"two-pools-{node}",
         warning=True,
     )
+
+
+def _pool_outcome(
+    raw: Mapping[str, Any],
+    pool: NodePool,
+    c: PoolCounts,
+    limit: int,
+    memory: PoolMemory,
+    now: str,
+    mono: float,
+    progress_period: float,
+    invalid: Mapping[str, str],
+) -> Outcome | None:
+    """One pool's status write with the Events it earns, or when to look again; None: nothing
+    to do until something changes."""
+    stalled, deadline_in = _stalled(memory, pool, c, mono)
+    base, wanted = _status(raw, pool, c, limit, memory, now, stalled, invalid.get(pool.name))
+    since = memory.since(pool.name, mono)
+    if not differs(wanted, base):
+        # Nothing to write now; the deadline's transition is due without any event.
+        return None if deadline_in is None else Outcome(requeue_after=deadline_in)
+    if since < progress_period and progress_only(wanted, base):
+        # Counts of a change in progress: written at most every progress_period.
+        wait = progress_period - since
+        return Outcome(requeue_after=min(wait, deadline_in or wait))
+    write = Write("pool_status", "patch_pool_status", (pool.name, wanted))
+    # Events only from a status actually written (recorded after it went through).
+    notes = tuple(pool_transitions(base, wanted))
+    return Outcome((write,), notes, involved(raw, "NodePool"))
