@@ -96,13 +96,30 @@ def stamp() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
+@dataclass
+class Parts:
+    """What the controller talks to: built from its Options (``Controller`` without parts),
+    or given (the loop's unit tests: an in-memory fleet, informers and recorder)."""
+
+    clients: ClientFactory
+    fleet: effects.Fleet
+    recorder: EventRecorder
+    informers: dict[str, Informer]
+    elector: LeaderElector | None = None
+
+
 class Controller:
-    def __init__(self, opts: Options) -> None:
+    def __init__(self, opts: Options, parts: Parts | None = None) -> None:
         self.opts = opts
         self.stop = threading.Event()
         self.dirty = threading.Event()
         self.lost = False
         self.metrics = ControllerMetrics()
+        self._init_memory()
+        if parts is not None:
+            self.clients, self.fleet, self.recorder = parts.clients, parts.fleet, parts.recorder
+            self.informers, self.elector = parts.informers, parts.elector
+            return
         self.clients = ClientFactory(
             opts.kubeconfig,
             on_request=lambda m: self.metrics.api_requests.labels(m).inc(),
@@ -148,6 +165,10 @@ class Controller:
             if opts.leader_elect
             else None
         )
+
+    def _init_memory(self) -> None:
+        """What the controller remembers between syncs (all rebuilt after a restart)."""
+        opts = self.opts
         self._configsets = Memory()  # what ConfigSet reconciles remember between syncs
         self._pools = PoolMemory()
         self._first_applied = firstapplied.Marks()  # confirmed, perhaps not in the cache yet
