@@ -243,6 +243,8 @@ def conflict_conditions(
         "status": "True",
         "reason": "SelectedByTwoPools",
         "message": message,
+        # The node's spec this was judged against: every condition carries all six fields.
+        "observedGeneration": int((node.get("metadata") or {}).get("generation") or 0),
     }
     return set_condition(current, new, now)
 
