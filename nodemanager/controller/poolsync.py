@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,10 +118,7 @@ def reconcile(
 ) -> tuple[Budget, list[Work]]:
     """This sync's budget, and the writes that bring pools and memberships up to date;
     ``revisions``: the names of the ControllerRevisions in the cache."""
-    work: list[Work] = []
-    if not any(p["metadata"]["name"] == DEFAULT_POOL for p in raw_pools):
-        create = Write("pool_created", "create_pool", (default_pool(namespace),))
-        work.append((f"NodePool/{DEFAULT_POOL}", "", Outcome((create,))))
+    work: list[Work] = _default_pool(raw_pools, namespace)
     pools, invalid = parse(raw_pools, memory)
     members = [Member.of(raw, view) for raw, view in zip(nodes, views, strict=True)]
     targets = [Target.of(cs) for cs in configsets]
@@ -147,15 +144,7 @@ def reconcile(
     # Spaced over syncs: after an upgrade every node needs its spec.pool once, and 5,000
     # writes in one sync would hold ConfigSet status and liveness back for minutes. The
     # budget does not wait for them (it reads labels); each write wakes the next sync.
-    placed = [
-        (node, patch)
-        for node, patch in placements(
-            members, budget.member, budget.conflicts, budget.pools, targets, revisions
-        )
-        if due("pool", node, patch)
-    ]
-    for node, patch in placed[:PLACEMENTS_PER_SYNC]:
-        held = (_two_pools(node, budget.conflicts[node]),) if patch.get(POOL_FIELD) == "" else ()
+    for node, patch, held in _placed(members, budget, targets, revisions, due):
         on_node(node, "pool", patch, held)
     for member in members:
         conditions = conflict_conditions(
@@ -286,3 +275,34 @@ def _pool_outcome(
     # Events only from a status actually written (recorded after it went through).
     notes = tuple(pool_transitions(base, wanted))
     return Outcome((write,), notes, involved(raw, "NodePool"))
+
+
+def _placed(
+    members: Sequence[Member],
+    budget: Budget,
+    targets: Sequence[Target],
+    revisions: Collection[str],
+    due: Callable[[str, str, dict[str, Any]], bool],
+) -> list[tuple[str, dict[str, Any], tuple[Note, ...]]]:
+    """(node, spec patch, its Events) for the placements due this sync, the first
+    PLACEMENTS_PER_SYNC of them; a node held by two pools gets a Warning."""
+    placed = [
+        (node, patch)
+        for node, patch in placements(
+            members, budget.member, budget.conflicts, budget.pools, targets, revisions
+        )
+        if due("pool", node, patch)
+    ]
+    out: list[tuple[str, dict[str, Any], tuple[Note, ...]]] = []
+    for node, patch in placed[:PLACEMENTS_PER_SYNC]:
+        held = (_two_pools(node, budget.conflicts[node]),) if patch.get(POOL_FIELD) == "" else ()
+        out.append((node, patch, held))
+    return out
+
+
+def _default_pool(raw_pools: Sequence[Mapping[str, Any]], namespace: str) -> list[Work]:
+    """The default pool's creation while it does not exist."""
+    if any(p["metadata"]["name"] == DEFAULT_POOL for p in raw_pools):
+        return []
+    create = Write("pool_created", "create_pool", (default_pool(namespace),))
+    return [(f"NodePool/{DEFAULT_POOL}", "", Outcome((create,)))]
