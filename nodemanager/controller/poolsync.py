@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from nodemanager.api import InvalidObject
 from nodemanager.api.nodereport import set_condition
@@ -118,7 +118,8 @@ def reconcile(
 ) -> tuple[Budget, list[Work]]:
     """This sync's budget, and the writes that bring pools and memberships up to date;
     ``revisions``: the names of the ControllerRevisions in the cache."""
-    work: list[Work] = _default_pool(raw_pools, namespace)
+    work: list[Work] = []
+    work += _default_pool(raw_pools, namespace)
     pools, invalid = parse(raw_pools, memory)
     members = [Member.of(raw, view) for raw, view in zip(nodes, views, strict=True)]
     targets = [Target.of(cs) for cs in configsets]
@@ -277,12 +278,16 @@ def _pool_outcome(
     return Outcome((write,), notes, involved(raw, "NodePool"))
 
 
+class _Due(Protocol):
+    def __call__(self, what: str, node: str, patch: dict[str, Any]) -> bool: ...
+
+
 def _placed(
     members: Sequence[Member],
     budget: Budget,
     targets: Sequence[Target],
     revisions: Collection[str],
-    due: Callable[[str, str, dict[str, Any]], bool],
+    due: _Due,
 ) -> list[tuple[str, dict[str, Any], tuple[Note, ...]]]:
     """(node, spec patch, its Events) for the placements due this sync, the first
     PLACEMENTS_PER_SYNC of them; a node held by two pools gets a Warning."""
