@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from nodemanager import __version__
 from nodemanager.agent import cleanup
@@ -92,9 +92,13 @@ class Options:
     pressure_dir: str = "/proc/pressure"  # tests point it at a directory they write
     watchdog_device: str = "/dev/watchdog"  # opened only with spec.fencing.enabled
     watchdog_timeout: int = 20  # seconds, set on the device; a keepalive every quarter of it
-    token_renewer: Any = (
-        None  # bootstrap.renew.TokenRenewer, when the kubeconfig holds a node token
-    )
+    token_renewer: Renewer | None = None  # when the kubeconfig holds a node token
+
+
+class Renewer(Protocol):
+    """Keeps the agent's credential fresh until stopped (bootstrap/ renews a node token)."""
+
+    def run(self, stop: threading.Event) -> None: ...
 
 
 class Dirty:
