@@ -24,7 +24,7 @@ from nodemanager.kube.nodes import NodeClient
 from tests.cluster.agent import Agent
 from tests.cluster.controller import ControllerProcess
 from tests.cluster.fleet import Disrupted, make_namespace, start_agents, start_controller
-from tests.cluster.helpers import eventually
+from tests.cluster.helpers import eventually, stretch
 from tests.cluster.test_bootstrap import bootstrapped, node_name  # noqa: F401 (fixtures)
 from tests.cluster.test_controller import (
     after_more_syncs,
@@ -125,11 +125,14 @@ def label(api, ns, node, labels):
     )
 
 
-def pool_updated(kubeconfig, ns, name, timeout="150s"):
+def pool_updated(kubeconfig, ns, name, timeout=150):
+    """`kubectl wait --for=condition=Updated`, its limit stretched with the load as every
+    wait's (tests/waits.py)."""
+    limit = timeout * stretch()
     done = subprocess.run(
         ["kubectl", "--kubeconfig", kubeconfig, "-n", ns, "wait", "--for=condition=Updated",
-         f"nodepool/{name}", f"--timeout={timeout}"],
-        capture_output=True, text=True, timeout=300,
+         f"nodepool/{name}", f"--timeout={limit:.0f}s"],
+        capture_output=True, text=True, timeout=limit + 60,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return get_pool(kubeconfig, ns, name)
