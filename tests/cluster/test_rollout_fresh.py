@@ -138,6 +138,18 @@ def test_a_configset_deleted_mid_rollout_and_recreated_goes_through_the_budget(
             timeout=120,
             message="v2 on one host, the others waiting",
         )
+
+        def says_why():
+            cs = get(api, solo_ns, "configsets", name)
+            message = next(
+                c["message"] for c in cs["status"]["conditions"] if c["type"] == "Progressing"
+            )
+            # The condition names each host it waits for, and why.
+            assert "(minReadySeconds)" in message, message
+            assert message.count("(waiting for maxUnavailable)") == 2, message
+            return message
+
+        eventually(says_why, timeout=60, message="Progressing names the hosts and why")
         delete(api, solo_ns, name)
         eventually(empty(api, solo_ns, HOSTS), timeout=120, message="entries and admissions gone")
         started = time.monotonic()
