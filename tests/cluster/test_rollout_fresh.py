@@ -128,7 +128,7 @@ def test_a_configset_deleted_mid_rollout_and_recreated_goes_through_the_budget(
     eventually(settled(api, solo_ns, name), timeout=150, message="v1 on every host")
     # v2 waits 60 s after its first host: the rollout is caught in the middle.
     put_configset(api, solo_ns, name, spec_of(path, "v2\n", min_ready=60))
-    watcher = BetweenWatch(api, solo_ns, name)
+    rolling = BetweenWatch(api, solo_ns, name)
     try:
         eventually(
             lambda: (
@@ -138,31 +138,48 @@ def test_a_configset_deleted_mid_rollout_and_recreated_goes_through_the_budget(
             timeout=120,
             message="v2 on one host, the others waiting",
         )
+        eventually(says_why(api, solo_ns, name), message="Progressing names the hosts and why")
+    finally:
+        rolling.stop()
+    assert rolling.most == 1, rolling.log
 
-        def says_why():
-            cs = get(api, solo_ns, "configsets", name)
-            message = next(
-                c["message"] for c in cs["status"]["conditions"] if c["type"] == "Progressing"
-            )
-            # The condition names each host it waits for, and why: one host updated, the
-            # second admitted (being changed, or waiting out minReadySeconds), the third
-            # waiting for the budget.
-            assert message.startswith("2 of 3 nodes pending: "), message
-            assert message.count("(waiting for maxUnavailable)") == 1, message
-            assert "(updating)" in message or "(minReadySeconds)" in message, message
-            return message
-
-        eventually(says_why, timeout=60, message="Progressing names the hosts and why")
-        delete(api, solo_ns, name)
-        eventually(empty(api, solo_ns, HOSTS), timeout=120, message="entries and admissions gone")
+    # Deleted mid-rollout: the hosts' entries and admissions go (the files stay).
+    delete(api, solo_ns, name)
+    eventually(empty(api, solo_ns, HOSTS), timeout=120, message="entries and admissions gone")
+    recorded(api, solo_ns, HOSTS)
+    recreated = BetweenWatch(api, solo_ns, name)
+    try:
         started = time.monotonic()
         put_configset(api, solo_ns, name, spec_of(path, "v3\n"))
         eventually(settled(api, solo_ns, name), timeout=180, message="v3 on every host")
         measured("re-created staged ConfigSet, 3 hosts one at a time", time.monotonic() - started)
     finally:
-        watcher.stop()
+        recreated.stop()
         delete(api, solo_ns, name)
-    assert watcher.most == 1, watcher.log
+    assert recreated.most == 1, recreated.log
+
+
+def says_why(api, ns, name):
+    def check():
+        cs = get(api, ns, "configsets", name)
+        message = next(
+            c["message"] for c in cs["status"]["conditions"] if c["type"] == "Progressing"
+        )
+        # The condition names each host it waits for, and why: one host updated, the second
+        # admitted (being changed, or waiting out minReadySeconds), the third waiting for
+        # the budget.
+        assert message.startswith("2 of 3 nodes pending: "), message
+        assert message.count("(waiting for maxUnavailable)") == 1, message
+        assert "(updating)" in message or "(minReadySeconds)" in message, message
+        return message
+
+    return check
+
+
+def recorded(api, ns, hosts) -> None:
+    """Each host carries the controller's record of its first apply (firstapplied.py)."""
+    for h in hosts:
+        assert (node(api, ns, h).get("spec") or {}).get("firstApplied"), h
 
 
 def test_an_only_configset_replaced_and_a_host_back_from_maint_go_through_the_budget(
@@ -181,6 +198,7 @@ def test_an_only_configset_replaced_and_a_host_back_from_maint_go_through_the_bu
     agents[away].start(timeout=180)
     delete(api, solo_ns, first)
     eventually(empty(api, solo_ns, HOSTS), timeout=120, message="entries and admissions gone")
+    recorded(api, solo_ns, HOSTS)
 
     watcher = BetweenWatch(api, solo_ns, second)
     try:
