@@ -55,7 +55,8 @@ docs: venv
 docs-gen: venv
 	$(PY) docs/gen.py
 
-test-unit: venv
+# The argspec tests read the modules' argument specs from the installed collections.
+test-unit: venv collections
 	$(PY) -m pytest tests/unit
 
 test-integration: venv collections

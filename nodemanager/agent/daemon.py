@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 import random
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from nodemanager.agent import cleanup
 from nodemanager.agent.earlyoom import EarlyOom, settings
@@ -43,6 +42,7 @@ from nodemanager.agent.reconcile import Notification, Reconciler
 from nodemanager.agent.refs import referenced
 from nodemanager.agent.retries import stable
 from nodemanager.agent.revisions import REVISION_LABEL, admitted, report
+from nodemanager.agent.schedule import Schedule
 from nodemanager.agent.selftest import PolicySelfTest
 from nodemanager.agent.signals import Signals
 from nodemanager.agent.state import Snapshot, StateStore
@@ -100,9 +100,13 @@ class Options:
     pressure_dir: str = "/proc/pressure"  # tests point it at a directory they write
     watchdog_device: str = "/dev/watchdog"  # opened only with spec.fencing.enabled
     watchdog_timeout: int = 20  # seconds, set on the device; a keepalive every quarter of it
-    token_renewer: Any = (
-        None  # bootstrap.renew.TokenRenewer, when the kubeconfig holds a node token
-    )
+    token_renewer: Renewer | None = None  # when the kubeconfig holds a node token
+
+
+class Renewer(Protocol):
+    """Keeps the agent's credential fresh until stopped (bootstrap/ renews a node token)."""
+
+    def run(self, stop: threading.Event) -> None: ...
 
 
 class Dirty:
@@ -438,20 +442,7 @@ class Daemon:
     def snapshot(self) -> Snapshot | None:
         """The inputs from the live cache, or, before it synced, those last applied (offline)."""
         if not self._online():
-            stored = self.reconciler.applied.snapshot
-            offline = (
-                stored
-                if stored and not self.registered.is_set() and self.unreachable.is_set()
-                else None
-            )
-            if offline is not None and not self._offline:
-                self._offline = True
-                log.warning(
-                    "offline: API server not reachable; enforcing the last applied state "
-                    "from %s until it returns",
-                    self.opts.state_dir,
-                )
-            return offline
+            return self._offline_snapshot()
         if self._offline:
             self._offline = False
             log.info("online: API server reachable; applying the live ConfigSets")
@@ -485,6 +476,24 @@ class Daemon:
             self._thread("informer-managednodes", self.nodes_informer.run, self.stop)
             return None  # come back once every node is in the cache
         return snap
+
+    def _offline_snapshot(self) -> Snapshot | None:
+        """Before the cache synced: the state last applied, while the API server cannot be
+        reached and this agent never registered (else None: wait for the cache)."""
+        stored = self.reconciler.applied.snapshot
+        offline = (
+            stored
+            if stored and not self.registered.is_set() and self.unreachable.is_set()
+            else None
+        )
+        if offline is not None and not self._offline:
+            self._offline = True
+            log.warning(
+                "offline: API server not reachable; enforcing the last applied state "
+                "from %s until it returns",
+                self.opts.state_dir,
+            )
+        return offline
 
     def _patch_status(self, status: Any) -> None:
         self.node_client.patch_status(status)
@@ -642,61 +651,56 @@ class Daemon:
         if self.opts.token_renewer:
             self._thread("token-renewer", self.opts.token_renewer.run, self.stop)
 
-        def drift_at(since: float, period: float, jitter: float) -> float:
-            return since + period * jitter if period > 0 else math.inf
-
-        now = time.monotonic()
-        last_full, period, jitter = now, self._drift_period(), 1.0
-        next_drift = now  # the first reconcile checks everything
-        requeue_at: float | None = None
-        peers_pending, peers_due = False, now
-        waiting_for_cache = False
+        schedule = Schedule.start(
+            time.monotonic(), self._drift_period(), self.opts.peer_min_interval
+        )
         crashes = Backoff()  # a bug in reconcile must not become a busy loop, nor a fixed wait
         self.dirty.mark("start", full=True)
         while not self.stop.is_set():
-            if self._drift_period() != period:  # spec.reconcilePeriod changed: from the last check
-                period = self._drift_period()
-                next_drift = drift_at(last_full, period, jitter)
-            deadlines = [d for d in [next_drift] if not waiting_for_cache and d != math.inf]
-            deadlines += [requeue_at] if requeue_at else []
-            deadlines += [peers_due] if peers_pending else []
-            self.dirty.wait(max(0.0, min(deadlines) - time.monotonic()) if deadlines else None)
+            schedule.set_period(self._drift_period())
+            self.dirty.wait(schedule.timeout(time.monotonic()))
             if self.stop.is_set():
                 break
             asked_full, only_peers = self.dirty.take()
-            now = time.monotonic()
-            full = asked_full or now >= next_drift
-            due = (requeue_at is not None and now >= requeue_at) or now >= peers_due
-            if only_peers and not full and not due:
-                peers_pending = True  # other nodes changed: wait out the minimum interval
+            woke = time.monotonic()
+            full = schedule.wake(woke, asked_full, only_peers)
+            if full is None:
                 continue
-            peers_pending, peers_due = False, now + self.opts.peer_min_interval
-            self.liveness.busy()
-            try:
-                done, requeue = self.reconcile_once(full)
-                crashes.reset()
-                if done:
-                    self.liveness.completed()
-            except Exception as e:
-                requeue = crashes.next()
-                log.exception("reconcile failed; retrying in %.0f s", requeue)
-                try:
-                    self._incomplete(e)
-                except Exception:  # saying so must never stop the worker
-                    log.exception("cannot report the failed reconcile")
-                done = True
-            finally:
-                self.liveness.idle()
-            waiting_for_cache = not done
+            done, requeue = self._reconcile_guarded(full, crashes)
             if not done:
                 self.dirty.full = self.dirty.full or full  # the cache will mark dirty once synced
-                peers_due = now  # the peers' first list is what it waits for: no hold-off
-                continue
-            if full:
-                last_full, period = time.monotonic(), self._drift_period()
-                jitter = random.uniform(0.9, 1.1)
-                next_drift = drift_at(last_full, period, jitter)
-            requeue_at = time.monotonic() + requeue if requeue else None
+            schedule.ran(
+                woke,
+                time.monotonic(),
+                full=full,
+                done=done,
+                requeue=requeue,
+                period=self._drift_period(),
+                jitter=random.uniform(0.9, 1.1),
+            )
+        self._stop_all(servers)
+
+    def _reconcile_guarded(self, full: bool, crashes: Backoff) -> tuple[bool, float | None]:
+        """One reconcile; a crash (a bug) is logged and retried with backoff."""
+        self.liveness.busy()
+        try:
+            done, requeue = self.reconcile_once(full)
+            crashes.reset()
+            if done:
+                self.liveness.completed()
+            return done, requeue
+        except Exception as e:
+            requeue = crashes.next()
+            log.exception("reconcile failed; retrying in %.0f s", requeue)
+            try:
+                self._incomplete(e)
+            except Exception:  # saying so must never stop the worker
+                log.exception("cannot report the failed reconcile")
+            return True, requeue
+        finally:
+            self.liveness.idle()
+
+    def _stop_all(self, servers: list[Any]) -> None:
         self.secrets.stop()
         self.configmaps.stop()
         if self._disarming is not None:  # a thread left writing at exit can abort Python

@@ -58,8 +58,8 @@ def rollout_status(
 ) -> None:
     """Show the rollout's progress; with --watch, wait until it finished or failed.
 
-    Exits 0 only on a finished rollout: 1 failed, 3 paused, 4 unfinished (--watch=false,
-    --timeout)."""
+    Exits 0 only on a finished rollout: 1 failed (a node failed, the rollout halted, or it
+    exceeded its progress deadline), 3 paused, 4 unfinished (--watch=false, --timeout)."""
     import time
 
     from nodemanager.controller.rollout import progress
@@ -70,12 +70,13 @@ def rollout_status(
     while True:
         cs = client_.configset(name)
         state, message = progress(cs)
-        if message != last:
+        if message != last and state != "failed":
             click.echo(message)
             last = message
         if state == "done":
             return
-        if state == "failed":
+        if state == "failed":  # as kubectl: one line naming why, exit 1
+            click.echo(f"error: {message}", err=True)
             sys.exit(EXIT_FAILED)
         if state == "paused":
             held = {

@@ -147,3 +147,7 @@ class Deferred:
 
     def mark_ready(self, node: str, field: str, configset: str, revision: str, since: str) -> None:
         self._add("ready_marked", "mark_ready", node, field, configset, revision, since)
+
+    def mark_first_applied(self, node: str, since: str) -> None:
+        # firstapplied.FIELD (that module imports this one)
+        self._add("first_applied", "patch_node_spec", node, {"firstApplied": since})

@@ -20,18 +20,21 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from nodemanager.api import ConfigSet, InvalidObject, nodecert
 from nodemanager.api.revisions import admitted
+from nodemanager.backoff import Backoff
 from nodemanager.controller import (
     access,
     csrapprove,
     effects,
     events,
     fencing,
+    firstapplied,
+    handler,
     liveness,
     rollout,
     staging,
@@ -96,14 +99,31 @@ def stamp() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
+@dataclass
+class Parts:
+    """What the controller talks to: built from its Options (``Controller`` without parts),
+    or given (the loop's unit tests: an in-memory fleet, informers and recorder)."""
+
+    clients: ClientFactory
+    fleet: effects.Fleet
+    recorder: EventRecorder
+    informers: dict[str, Informer]
+    elector: LeaderElector | None = None
+
+
 class Controller:
-    def __init__(self, opts: Options) -> None:
+    def __init__(self, opts: Options, parts: Parts | None = None) -> None:
         self.opts = opts
         self.stop = threading.Event()
         self.dirty = threading.Event()
         self.lost = False
         self._stale_leader = False  # said once: leadership lapsed, writes stopped
         self.metrics = ControllerMetrics()
+        self._init_memory()
+        if parts is not None:
+            self.clients, self.fleet, self.recorder = parts.clients, parts.fleet, parts.recorder
+            self.informers, self.elector = parts.informers, parts.elector
+            return
         self.clients = ClientFactory(
             opts.kubeconfig,
             on_request=lambda m: self.metrics.api_requests.labels(m).inc(),
@@ -154,8 +174,13 @@ class Controller:
             if opts.leader_elect
             else None
         )
+
+    def _init_memory(self) -> None:
+        """What the controller remembers between syncs (all rebuilt after a restart)."""
+        opts = self.opts
         self._configsets = Memory()  # what ConfigSet reconciles remember between syncs
         self._pools = PoolMemory()
+        self._first_applied = firstapplied.Marks()  # confirmed, perhaps not in the cache yet
         self._settings = Settings(opts.namespace, opts.progress_period, opts.sync_period)
         self._stale_written: dict[str, str] = {}  # node -> resourceVersion the write was based on
         self._warned: set[tuple[str, str, str]] = set()  # (node, field, resourceVersion)
@@ -168,6 +193,8 @@ class Controller:
         # When a request of ours last got no answer, or one only after a hang
         self._unanswered_at = float("-inf")
         self._failing = False  # the last request got no answer: marks wait for one that does
+        self._sync_backoff = Backoff(1.0, 60.0)  # a whole sync that crashed (a bug)
+        self._sync_retry_at = float("-inf")  # not before then, after such a crash
 
     def _informer(self, kind: Kind, **kwargs: Any) -> Informer:
         return Informer(
@@ -187,6 +214,7 @@ class Controller:
         self._keys = set()
         views = [NodeView.from_dict(n) for n in nodes]
         self._warn_invalid(nodes, views)
+        self._sync_first_applied(nodes)
         budget = self._sync_pools(configsets, nodes, views)
         self._sync_configsets(configsets, nodes, views, budget)
         self._prune(configsets, nodes)
@@ -205,9 +233,8 @@ class Controller:
         reconcile: Outcome | Callable[[], Outcome],
         done: Callable[[Outcome, Applied], None] | None = None,
     ) -> Applied | None:
-        """The one place a reconcile's outcome becomes writes, Events, metrics, logs and the
-        object's retry schedule (controller-runtime's reconcileHandler). ``version`` is the
-        object's resourceVersion: a Permanent error is not retried until it changes."""
+        """A reconcile's outcome as writes, Events and retries (handler.py), plus the
+        metrics and the next wake-up it asks for."""
         self._keys.add(key)
         mono = time.monotonic()
         if self.elector is not None and not self.elector.valid():
@@ -215,31 +242,17 @@ class Controller:
                 log.warning("leadership not renewed within the deadline: no more writes")
                 self._stale_leader = True
             return None  # the rest of this sync is on state another leader may act on
-        if not self._retry.ready(key, version, mono):
-            return None  # backing off (or a permanent error until the object changes)
-        try:
-            outcome = reconcile if isinstance(reconcile, Outcome) else reconcile()
-        except Exception as e:
-            # A bug or data nobody expected: the other objects go on, this one backs off.
-            log.exception("%s: reconcile failed", key)
-            self._retry.failed(key, version, e, mono)
+        handled = handler.handle(
+            key, version, reconcile, self.fleet, self._retry, mono, self._event, done
+        )
+        if handled is None:
             return None
-        result = effects.apply(outcome, self.fleet, self._event)
-        self._answers(result, time.monotonic() - mono)
-        for effect in result.done:
+        self._answers(handled.result, time.monotonic() - mono)
+        for effect in handled.result.done:
             self.metrics.writes.labels(effect.what).inc()
-        if result.error is not None:
-            delay = self._retry.failed(key, version, result.error, mono)
-            failed = outcome.effects[len(result.done) + len(result.skipped)]
-            when = "when it changes" if delay == float("inf") else f"in {delay:.1f} s"
-            log.warning("%s: %s failed (retry %s): %s", key, failed.what, when, result.error)
-        else:
-            self._retry.succeeded(key)
-            if done is not None:
-                done(outcome, result)
-        if outcome.requeue_after is not None:
-            self._wake_at = min(self._wake_at, mono + outcome.requeue_after)
-        return result
+        if handled.outcome.requeue_after is not None:
+            self._wake_at = min(self._wake_at, mono + handled.outcome.requeue_after)
+        return handled.result
 
     def _answers(self, result: Applied, took: float) -> None:
         """Whether the API server answers: no answer, or one after a hang, starts blind time
@@ -302,6 +315,23 @@ class Controller:
             version = str(meta.get("resourceVersion", ""))
             remember = _remembers(self._configsets, name, version)
             self._handle(f"ConfigSet/{name}", version, one, remember)
+
+    def _sync_first_applied(self, nodes: list[dict[str, Any]]) -> None:
+        """Record each host seen applying something (firstapplied.py): from then on it is
+        never new to the fleet, whatever its status says later."""
+        now = stamp()
+        for node in nodes:
+            meta = node["metadata"]
+            version = str(meta.get("resourceVersion", ""))
+            outcome = firstapplied.reconcile(node, self._first_applied, now)
+            key = f"FirstApplied/{meta['name']}"
+            if not outcome.effects:
+                self._retry.succeeded(key)
+                continue
+            result = self._handle(key, version, outcome)
+            if result is not None and result.error is None:
+                self._first_applied.confirmed(meta["name"], version)
+        self._first_applied.retain({n["metadata"]["name"] for n in nodes})
 
     def _prune(self, configsets: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> None:
         """Admissions of deleted, unstaged or unselected ConfigSets, one object each."""
@@ -507,14 +537,7 @@ class Controller:
             alive=lambda: not self.stop.is_set(),
             leading=lambda: self.leading() and self._synced(),
         )
-        for name, informer in self.informers.items():
-            threading.Thread(
-                target=informer.run, args=(self.stop,), name=f"informer-{name}", daemon=True
-            ).start()
-        if self.elector:
-            threading.Thread(
-                target=self.elector.run, args=(self.stop, self._lost), name="elector", daemon=True
-            ).start()
+        self._start_threads()
         last_sync, was_leading = 0.0, False
         while not self.stop.is_set():
             # Wake for changes, and at least every second: Lease expiry is a matter of time.
@@ -529,29 +552,56 @@ class Controller:
             if not was_leading:
                 log.info("leading: syncing the fleet")
                 was_leading = True
-            idle = time.monotonic() - last_sync < self.opts.resync_period
-            due = min(self._wake_at, self._retry.next_due() or float("inf"))
-            waiting = due <= time.monotonic()
-            if not changed and was_leading and last_sync and not waiting and idle:
+            backing_off = time.monotonic() < self._sync_retry_at
+            if backing_off or (not changed and last_sync and not self._due(last_sync)):
                 self._sync_liveness(self.informers["managednodes"].items())
                 continue
             wait = last_sync + self.opts.sync_period - time.monotonic()
             if wait > 0 and self.stop.wait(wait):  # coalesce: one sync per period at most
                 break
-            self.dirty.clear()
             last_sync = time.monotonic()
-            try:
-                self.sync()
-            except Exception:
-                log.exception("sync failed")
-                self.dirty.set()
+            self._sync_once()
+        self._close(servers)
+        return 1 if self.lost else 0
+
+    def _start_threads(self) -> None:
+        for name, informer in self.informers.items():
+            threading.Thread(
+                target=informer.run, args=(self.stop,), name=f"informer-{name}", daemon=True
+            ).start()
+        if self.elector:
+            threading.Thread(
+                target=self.elector.run, args=(self.stop, self._lost), name="elector", daemon=True
+            ).start()
+
+    def _due(self, last_sync: float) -> bool:
+        """A whole sync is due without a change: the resync period passed, or a requeue or a
+        retry is due."""
+        now = time.monotonic()
+        due = min(self._wake_at, self._retry.next_due() or float("inf"), self._sync_retry_at)
+        return due <= now or now - last_sync >= self.opts.resync_period
+
+    def _sync_once(self) -> None:
+        """One whole sync; one that crashes outside the per-object handler (a bug) is tried
+        again with backoff (1 s doubling to 60 s), not every second; liveness goes on."""
+        self.dirty.clear()
+        try:
+            self.sync()
+        except Exception:
+            delay = self._sync_backoff.next()
+            log.exception("sync failed; again in %.1f s", delay)
+            self._sync_retry_at = time.monotonic() + delay
+            return
+        self._sync_backoff.reset()
+        self._sync_retry_at = float("-inf")
+
+    def _close(self, servers: Sequence[Any]) -> None:
         if self.elector and not self.lost:
             self.elector.release()
         for server in servers:
             server.shutdown()
         self.clients.close()
         log.info("stopped")
-        return 1 if self.lost else 0
 
     def shutdown(self) -> None:
         self.stop.set()

@@ -114,17 +114,13 @@ class Member:
     @classmethod
     def of(cls, raw: Mapping[str, Any], report: NodeReport | None = None) -> Member:
         spec, status = raw.get("spec") or {}, raw.get("status") or {}
-        since = {}
-        for name, value in (spec.get(rollout.READY_FIELD) or {}).items():
-            if isinstance(value, Mapping):
-                since[name] = (str(value.get("revision") or ""), str(value.get("since") or ""))
         found = status.get(REQUEST_FIELD)
         request: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
         return cls(
             report or NodeReport.from_dict(raw),
             str(spec[POOL_FIELD]) if isinstance(spec.get(POOL_FIELD), str) else None,
             {k: str(v) for k, v in (spec.get(rollout.REVISIONS_FIELD) or {}).items() if v},
-            since,
+            _ready_marks(spec),
             str(spec.get(GRANT_FIELD) or ""),
             str(request.get("id") or ""),
             str(request.get("reason") or ""),
@@ -363,3 +359,12 @@ def adoptions(
             name: {"revision": revision, "since": ADOPTED_SINCE} for name, revision in admit.items()
         }
     return patch
+
+
+def _ready_marks(spec: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
+    """spec.configsetReadySince as ConfigSet -> (revision, since); malformed entries skipped."""
+    since = {}
+    for name, value in (spec.get(rollout.READY_FIELD) or {}).items():
+        if isinstance(value, Mapping):
+            since[name] = (str(value.get("revision") or ""), str(value.get("since") or ""))
+    return since

@@ -7,8 +7,8 @@ being disrupted, and no node is in two pools.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from nodemanager.api.pool import NodePool
@@ -29,6 +29,7 @@ class PoolCounts:
     degraded: list[str]
     disruptions: list[str]
     conflicting: list[str]
+    why: Mapping[str, str] = field(default_factory=dict)  # disrupted node -> why (pools.py)
 
 
 def counts(
@@ -41,18 +42,48 @@ def counts(
     mine = sorted(
         (n for n in nodes if budget.member.get(n.name) == pool.name), key=lambda n: n.name
     )
-    busy = budget.busy.get(pool.name, set())
-    degraded = [n.name for n in mine if n.report.condition("Degraded") == "True"]
+    degraded = _names(mine, _degraded)
     return PoolCounts(
         nodes=[n.name for n in mine],
-        ready=[n.name for n in mine if n.report.condition("Ready") == "True"],
-        updated=[n.name for n in mine if n.name not in why and updated(n, targets)],
-        updating=[n.name for n in mine if n.name in why and not n.down and n.name not in degraded],
-        unavailable=sorted(n for n in busy if n in why),
+        ready=_names(mine, _ready),
+        updated=_names(mine, lambda n: n.name not in why and updated(n, targets)),
+        updating=_names(mine, lambda n: _updating(n, why, degraded)),
+        unavailable=sorted(n for n in budget.busy.get(pool.name, set()) if n in why),
         degraded=degraded,
-        disruptions=[n.name for n in mine if n.granted and n.granted == n.request],
+        disruptions=_names(mine, _granted),
         conflicting=sorted(n for n, pools in budget.conflicts.items() if pool.name in pools),
+        why={n.name: why[n.name] for n in mine if n.name in why},
     )
+
+
+def _names(nodes: Sequence[Member], test: Callable[[Member], bool]) -> list[str]:
+    return [n.name for n in nodes if test(n)]
+
+
+def _degraded(node: Member) -> bool:
+    return node.report.condition("Degraded") == "True"
+
+
+def _ready(node: Member) -> bool:
+    return node.report.condition("Ready") == "True"
+
+
+def _granted(node: Member) -> bool:
+    """Holds a slot granted for an OS upgrade or a lock_group restart."""
+    return bool(node.granted) and node.granted == node.request
+
+
+def _updating(node: Member, why: Mapping[str, str], degraded: Sequence[str]) -> bool:
+    """Being changed now: disrupted, live and not degraded."""
+    return node.name in why and not node.down and node.name not in degraded
+
+
+def waiting_for(c: PoolCounts) -> str:
+    """The nodes not updated, each with why (held by two pools, not ready, which ConfigSet
+    changes it, or waiting for a slot), the first ten."""
+    held = [f"{n} (selected by two pools)" for n in c.conflicting]
+    rest = [f"{n} ({c.why.get(n) or 'waiting for a slot'})" for n in c.nodes if n not in c.updated]
+    return names(rest + held)
 
 
 def pool_status(
@@ -70,19 +101,10 @@ def pool_status(
     previous = by_type((raw.get("status") or {}).get("conditions"))
     total, done = len(c.nodes), len(c.updated)
     is_updated = done == total and not c.unavailable and not c.conflicting
-    if is_updated:
-        updating = ("False", "AllNodesUpdated", f"{done} of {total} nodes updated")
-    elif pool.paused:
-        updating = ("False", "Paused", f"spec.paused is set; {done} of {total} nodes updated")
-    elif stalled:
-        updating = ("True", "ProgressDeadlineExceeded", stalled)
-    else:
-        waiting = [n for n in c.nodes if n not in c.updated]
-        updating = (
-            "True",
-            "NodesUpdating",
-            f"{done} of {total} nodes updated; waiting for {names(waiting)}",
-        )
+    summary = f"{done} of {total} nodes updated"
+    if not is_updated:
+        summary += f"; waiting for {waiting_for(c)}"
+    updating = _updating_condition(pool, c, is_updated, summary, stalled)
     problems = []
     if invalid:
         held = "its defaults hold" if pool.is_default else "it selects no node"
@@ -110,7 +132,7 @@ def pool_status(
                 "Updated",
                 is_updated,
                 "AllNodesUpdated" if is_updated else "NodesNotUpdated",
-                f"{done} of {total} nodes updated",
+                summary,
                 gen,
                 now,
             ),
@@ -126,6 +148,21 @@ def pool_status(
             ),
         ],
     }
+
+
+def _updating_condition(
+    pool: NodePool, c: PoolCounts, is_updated: bool, summary: str, stalled: str
+) -> tuple[str, str, str]:
+    """Updating is True exactly while some node is being changed (the UPDATING column's
+    count): nodes that only wait (a paused pool, two pools, not ready) are named, not counted."""
+    changing = "True" if c.updating else "False"
+    if is_updated:
+        return "False", "AllNodesUpdated", summary
+    if pool.paused:
+        return "False", "Paused", f"spec.paused is set; {summary}"
+    if stalled:
+        return changing, "ProgressDeadlineExceeded", stalled
+    return changing, "NodesUpdating" if c.updating else "NodesWaiting", summary
 
 
 def _degraded_reason(invalid: str | None, c: PoolCounts) -> str:

@@ -15,14 +15,14 @@ import logging
 import math
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from nodemanager.api import InvalidObject
 from nodemanager.api.nodereport import set_condition
 from nodemanager.api.pool import CONFLICT_CONDITION, DEFAULT_POOL, NodePool, default_pool
 from nodemanager.controller.access import trusted
 from nodemanager.controller.effects import Effect, Outcome, Write
-from nodemanager.controller.events import Note, names
+from nodemanager.controller.events import Note, pool_transitions
 from nodemanager.controller.pools import (
     GRANT_FIELD,
     POOL_FIELD,
@@ -32,7 +32,7 @@ from nodemanager.controller.pools import (
     grants,
     placements,
 )
-from nodemanager.controller.poolstatus import PoolCounts, counts, pool_status
+from nodemanager.controller.poolstatus import PoolCounts, counts, pool_status, waiting_for
 from nodemanager.controller.summary import NodeView, differs, progress_only
 from nodemanager.controller.written import StatusWrites
 from nodemanager.kube.recorder import involved
@@ -168,9 +168,7 @@ def reconcile(
     ``revisions``: the names of the ControllerRevisions in the cache; ``grant_deadline``:
     seconds a disruption grant may be held (0: no limit)."""
     work: list[Work] = []
-    if not any(p["metadata"]["name"] == DEFAULT_POOL for p in raw_pools):
-        create = Write("pool_created", "create_pool", (default_pool(namespace),))
-        work.append((f"NodePool/{DEFAULT_POOL}", "", Outcome((create,))))
+    work += _default_pool(raw_pools, namespace)
     pools, invalid = parse(raw_pools, memory)
     members = [Member.of(raw, view) for raw, view in zip(nodes, views, strict=True)]
     targets = [Target.of(cs) for cs in configsets]
@@ -200,15 +198,7 @@ def reconcile(
     # Spaced over syncs: after an upgrade every node needs its spec.pool once, and 5,000
     # writes in one sync would hold ConfigSet status and liveness back for minutes. The
     # budget does not wait for them (it reads labels); each write wakes the next sync.
-    placed = [
-        (node, patch)
-        for node, patch in placements(
-            members, budget.member, budget.conflicts, budget.pools, targets, revisions
-        )
-        if due("pool", node, patch)
-    ]
-    for node, patch in placed[:PLACEMENTS_PER_SYNC]:
-        held = (_two_pools(node, budget.conflicts[node]),) if patch.get(POOL_FIELD) == "" else ()
+    for node, patch, held in _placed(members, budget, targets, revisions, due):
         on_node(node, "pool", patch, held)
     for member in members:
         conditions = conflict_conditions(
@@ -235,24 +225,12 @@ def reconcile(
         if found is None:
             continue
         c = counts(found, members, budget, why, targets)
-        stalled, deadline_in = _stalled(memory, found, c, mono)
-        limit = budget.limit(found.name)
-        base, wanted = _status(raw, found, c, limit, memory, now, stalled, invalid.get(found.name))
-        since = memory.since(found.name, mono)
-        if not differs(wanted, base):
-            # Nothing to write now; the deadline's transition is due without any event.
-            if deadline_in is None:
-                continue
-            outcome = Outcome(requeue_after=deadline_in)
-        elif since < progress_period and progress_only(wanted, base):
-            # Counts of a change in progress: written at most every progress_period.
-            wait = progress_period - since
-            outcome = Outcome(requeue_after=min(wait, deadline_in or wait))
-        else:
-            outcome = Outcome((Write("pool_status", "patch_pool_status", (found.name, wanted)),))
-        work.append(
-            (f"NodePool/{found.name}", str(raw["metadata"].get("resourceVersion")), outcome)
+        outcome = _pool_outcome(
+            raw, found, c, budget.limit(found.name), memory, now, mono, progress_period, invalid
         )
+        if outcome is not None:
+            rv = str(raw["metadata"].get("resourceVersion"))
+            work.append((f"NodePool/{found.name}", rv, outcome))
     return budget, work
 
 
@@ -308,7 +286,7 @@ def _stalled(
     """(the nodes waited for, when none was newly updated for progressDeadlineSeconds; the
     seconds until that deadline, None when none runs). The controller's clock: a restart
     gives a whole deadline again."""
-    waiting = [n for n in c.nodes if n not in c.updated]
+    waiting = [n for n in c.nodes if n not in c.updated] + c.conflicting
     prior = memory.progress.get(pool.name)
     if prior is None or prior[0] != len(c.updated) or not waiting or pool.paused:
         memory.progress[pool.name] = (len(c.updated), mono)
@@ -318,7 +296,7 @@ def _stalled(
     if left > 0:
         return "", left
     deadline = pool.progress_deadline_seconds
-    return f"no node updated for {deadline}s; waiting for {names(waiting)}", None
+    return f"no node updated for {deadline}s; waiting for {waiting_for(c)}", None
 
 
 def conflict_conditions(
@@ -345,6 +323,8 @@ def conflict_conditions(
         "status": "True",
         "reason": "SelectedByTwoPools",
         "message": message,
+        # The node's spec this was judged against: every condition carries all six fields.
+        "observedGeneration": int((node.get("metadata") or {}).get("generation") or 0),
     }
     return set_condition(current, new, now)
 
@@ -357,3 +337,67 @@ def _two_pools(node: str, pools: list[str]) -> Note:
         key=f"two-pools-{node}",
         warning=True,
     )
+
+
+def _pool_outcome(
+    raw: Mapping[str, Any],
+    pool: NodePool,
+    c: PoolCounts,
+    limit: int,
+    memory: PoolMemory,
+    now: str,
+    mono: float,
+    progress_period: float,
+    invalid: Mapping[str, str],
+) -> Outcome | None:
+    """One pool's status write with the Events it earns, or when to look again; None: nothing
+    to do until something changes."""
+    stalled, deadline_in = _stalled(memory, pool, c, mono)
+    base, wanted = _status(raw, pool, c, limit, memory, now, stalled, invalid.get(pool.name))
+    since = memory.since(pool.name, mono)
+    if not differs(wanted, base):
+        # Nothing to write now; the deadline's transition is due without any event.
+        return None if deadline_in is None else Outcome(requeue_after=deadline_in)
+    if since < progress_period and progress_only(wanted, base):
+        # Counts of a change in progress: written at most every progress_period.
+        wait = progress_period - since
+        return Outcome(requeue_after=min(wait, deadline_in or wait))
+    write = Write("pool_status", "patch_pool_status", (pool.name, wanted))
+    # Events only from a status actually written (recorded after it went through).
+    notes = tuple(pool_transitions(base, wanted))
+    return Outcome((write,), notes, involved(raw, "NodePool"))
+
+
+class _Due(Protocol):
+    def __call__(self, what: str, node: str, patch: dict[str, Any]) -> bool: ...
+
+
+def _placed(
+    members: Sequence[Member],
+    budget: Budget,
+    targets: Sequence[Target],
+    revisions: Collection[str],
+    due: _Due,
+) -> list[tuple[str, dict[str, Any], tuple[Note, ...]]]:
+    """(node, spec patch, its Events) for the placements due this sync, the first
+    PLACEMENTS_PER_SYNC of them; a node held by two pools gets a Warning."""
+    placed = [
+        (node, patch)
+        for node, patch in placements(
+            members, budget.member, budget.conflicts, budget.pools, targets, revisions
+        )
+        if due("pool", node, patch)
+    ]
+    out: list[tuple[str, dict[str, Any], tuple[Note, ...]]] = []
+    for node, patch in placed[:PLACEMENTS_PER_SYNC]:
+        held = (_two_pools(node, budget.conflicts[node]),) if patch.get(POOL_FIELD) == "" else ()
+        out.append((node, patch, held))
+    return out
+
+
+def _default_pool(raw_pools: Sequence[Mapping[str, Any]], namespace: str) -> list[Work]:
+    """The default pool's creation while it does not exist."""
+    if any(p["metadata"]["name"] == DEFAULT_POOL for p in raw_pools):
+        return []
+    create = Write("pool_created", "create_pool", (default_pool(namespace),))
+    return [(f"NodePool/{DEFAULT_POOL}", "", Outcome((create,)))]

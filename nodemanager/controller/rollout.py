@@ -223,39 +223,64 @@ def plan(
     where every matched node stands. ``gate`` is the pools' shared budget: a waiting node is
     admitted only with a slot of the ConfigSet's maxUnavailable and of its pool's."""
     g: Gate = gate or Unpooled()
-    p = Plan(target)
-    broken: list[str] = []
+    p, broken = _placed(target, rollout, nodes, now, g)
     fresh = {n.name for n in nodes if n.admitted is None and n.fresh and not n.down}
-    for n in sorted(nodes, key=lambda n: n.name):
-        seconds = max(rollout.min_ready_seconds, g.min_ready(n.name))
-        _place(p, n, target, _ready_since(n.ready_since, now, seconds), broken)
     p.halted_by_failure = bool(p.failed) and rollout.pause_on_failure
     held = paused or p.halted_by_failure
-    # A node new to the fleet gets the current configuration at once (as MCO): the target, or
-    # while paused or halted the last good revision (paused with none yet: the target; halted
-    # with none: it waits, the target failed).
-    new = [n for n in p.waiting if n in fresh and not g.held(n)]
-    dest = (last_good or (None if p.halted_by_failure else target)) if held else target
-    if new and dest:
-        into = p.admit if dest == target else p.admit_last_good
-        for name in new:
-            g.take(name, force=True)
-            into.append(name)
-            p.unavailable.append(name)
-        p.waiting = [n for n in p.waiting if n not in new]
+    _admit_new(p, fresh, g, held, last_good)
     if held:
-        # Nothing new at the target; an existing node that starts matching gets the last good
-        # revision, through the budget like any change.
-        joining = [n.name for n in nodes if n.admitted is None and n.name in p.waiting]
-        if last_good and last_good != target:
-            _admit(p, p.admit_last_good, sorted(joining), rollout.budget(len(nodes)), g)
-        p.waiting = broken + p.waiting
-        return p
+        return _held(p, rollout, nodes, g, broken, last_good)
     # Moving an already unavailable node costs no availability: those go first, always.
     for name in broken:
         (p.admit if g.take(name) else p.waiting).append(name)
     _admit(p, p.admit, list(p.waiting), rollout.budget(len(nodes)), g)
     return p
+
+
+def _held(
+    p: Plan,
+    rollout: Rollout,
+    nodes: Sequence[NodeState],
+    g: Gate,
+    broken: list[str],
+    last_good: str | None,
+) -> Plan:
+    """Paused or halted: nothing new at the target; an existing node that starts matching gets
+    the last good revision, through the budget like any change."""
+    joining = [n.name for n in nodes if n.admitted is None and n.name in p.waiting]
+    if last_good and last_good != p.target:
+        _admit(p, p.admit_last_good, sorted(joining), rollout.budget(len(nodes)), g)
+    p.waiting = broken + p.waiting
+    return p
+
+
+def _placed(
+    target: str, rollout: Rollout, nodes: Sequence[NodeState], now: dt.datetime, g: Gate
+) -> tuple[Plan, list[str]]:
+    """Every node placed against ``target``; and the broken ones (unavailable at an older
+    revision: moving them costs no availability)."""
+    p = Plan(target)
+    broken: list[str] = []
+    for n in sorted(nodes, key=lambda n: n.name):
+        seconds = max(rollout.min_ready_seconds, g.min_ready(n.name))
+        _place(p, n, target, _ready_since(n.ready_since, now, seconds), broken)
+    return p, broken
+
+
+def _admit_new(p: Plan, fresh: set[str], g: Gate, held: bool, last_good: str | None) -> None:
+    """A node new to the fleet gets the current configuration at once (as MCO): the target,
+    or while paused or halted the last good revision (paused with none yet: the target;
+    halted with none: it waits, the target failed)."""
+    new = [n for n in p.waiting if n in fresh and not g.held(n)]
+    dest = (last_good or (None if p.halted_by_failure else p.target)) if held else p.target
+    if not new or not dest:
+        return
+    into = p.admit if dest == p.target else p.admit_last_good
+    for name in new:
+        g.take(name, force=True)
+        into.append(name)
+        p.unavailable.append(name)
+    p.waiting = [n for n in p.waiting if n not in new]
 
 
 def _admit(p: Plan, into: list[str], candidates: list[str], limit: int, g: Gate) -> None:
@@ -300,29 +325,46 @@ def undo_target(
 def progress(cs: Mapping[str, Any]) -> tuple[str, str]:
     """(state, message) of a ConfigSet's rollout as `rollout status` prints it.
 
-    state is "done", "failed", "paused" or "waiting"."""
-    meta, status = cs.get("metadata") or {}, cs.get("status") or {}
-    name = meta.get("name", "")
+    state is "done", "failed" (Degraded: halted or failed on a node; or past
+    progressDeadlineSeconds, as kubectl says of a Deployment), "paused" or "waiting"."""
+    name, status = cs["metadata"].get("name", ""), cs.get("status") or {}
     conditions = {c.get("type"): c for c in status.get("conditions") or []}
-    if int(status.get("observedGeneration") or -1) < int(meta.get("generation") or 0):
+    if not _observed(cs):
         return "waiting", f'Waiting for configset "{name}" spec update to be observed...'
-    matched, updated = int(status.get("matched") or 0), int(status.get("updated") or 0)
-    if (conditions.get("Degraded") or {}).get("status") == "True":
-        return (
-            "failed",
-            f'configset "{name}" rollout failed: {conditions["Degraded"].get("message", "")}',
-        )
+    stopped = _stopped(name, conditions)
+    if stopped is not None:
+        return "failed", stopped
+    matched, updated, pending = (int(status.get(k) or 0) for k in ("matched", "updated", "pending"))
     paused = conditions.get("Paused") or {}
     if paused.get("status") == "True":
-        why = f": {paused.get('message')}" if paused.get("reason") == "PoolPaused" else ""
-        return (
-            "paused",
-            f'configset "{name}" rollout is paused{why} ({updated} of {matched} nodes updated)',
-        )
-    if updated < matched or int(status.get("pending") or 0):
+        return "paused", _paused(name, paused, f"{updated} of {matched} nodes updated")
+    if updated < matched or pending:
         return (
             "waiting",
             f'Waiting for configset "{name}" rollout to finish: '
             f"{updated} of {matched} updated nodes...",
         )
     return "done", f'configset "{name}" successfully rolled out'
+
+
+def _stopped(name: str, conditions: Mapping[Any, Mapping[str, Any]]) -> str | None:
+    """Why the rollout will not finish by itself (failed, halted, past its deadline), or None."""
+    degraded = conditions.get("Degraded") or {}
+    if degraded.get("status") == "True":
+        return f'configset "{name}" rollout failed: {degraded.get("message", "")}'
+    progressing = conditions.get("Progressing") or {}
+    if progressing.get("reason") == "ProgressDeadlineExceeded":
+        message = progressing.get("message", "")
+        return f'configset "{name}" exceeded its progress deadline: {message}'
+    return None
+
+
+def _paused(name: str, paused: Mapping[str, Any], counts: str) -> str:
+    why = f": {paused.get('message')}" if paused.get("reason") == "PoolPaused" else ""
+    return f'configset "{name}" rollout is paused{why} ({counts})'
+
+
+def _observed(cs: Mapping[str, Any]) -> bool:
+    """The status is of the current spec (observedGeneration caught up)."""
+    observed = int((cs.get("status") or {}).get("observedGeneration") or -1)
+    return observed >= int(cs["metadata"].get("generation") or 0)

@@ -9,20 +9,17 @@ on the other nodes it applies at once and counts by generation, as before."""
 from __future__ import annotations
 
 import datetime as dt
-import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from nodemanager.api.revisions import has_rollout, staged
-from nodemanager.controller import events, rollout
+from nodemanager.controller import events, firstapplied, rollout
 from nodemanager.controller.effects import Deferred
 from nodemanager.controller.pools import Target
 from nodemanager.controller.summary import Counts, NodeView, count
 from nodemanager.desired.select import matches, selector_only
-from nodemanager.kube.errors import KubeError
 
-log = logging.getLogger(__name__)
 # A ConfigSet staged only by its nodes' pools: their budgets bound it, it adds none of its own.
 POOL_STAGED = rollout.Rollout(max_unavailable="100%")
 
@@ -56,6 +53,7 @@ class Outcome:
     halted: str  # why admissions stopped after a failure; empty otherwise
     held_by_pool: str  # why nothing can move: every node it waits for is in a paused pool
     notes: list[events.Note]  # what this step did, for Events on the ConfigSet
+    waits: Mapping[str, str]  # pending node -> why it is not updated yet (condition messages)
 
 
 def _admitted(node: Mapping[str, Any], configset: str) -> str | None:
@@ -77,7 +75,9 @@ class _Ready:
     configset: str
     target: str
     now: dt.datetime
-    marked: dict[tuple[str, str, str], str] | None  # written, perhaps not in the cache yet
+    # Marks the API server took, perhaps not in the cache yet (configsets.Memory.applied adds
+    # them once a write is confirmed; one that failed is not here and is written again).
+    marked: dict[tuple[str, str, str], str] | None
 
     def since(self, node: Mapping[str, Any], reported: str | None, error: str) -> str | None:
         if not reported or error:
@@ -96,13 +96,9 @@ class _Ready:
         if reported != self.target:
             return None
         stamp = self.now.strftime("%Y-%m-%dT%H:%M:%SZ")
-        try:
-            self.fleet.mark_ready(name, rollout.READY_FIELD, self.configset, reported, stamp)
-        except KubeError as e:
-            log.warning("ConfigSet %s: cannot record %s ready: %s", self.configset, name, e)
-            return None
-        if self.marked is not None:
-            self.marked[key] = stamp
+        # Planned as if it lands; when it does not, nothing after it is written either
+        # (effects.apply stops) and the next try plans again from the cache.
+        self.fleet.mark_ready(name, rollout.READY_FIELD, self.configset, reported, stamp)
         return stamp
 
 
@@ -116,88 +112,25 @@ def sync(
     last_target: str | None,
     marked: dict[tuple[str, str, str], str] | None = None,
     gate: rollout.Gate | None = None,
+    now: dt.datetime | None = None,
 ) -> Outcome:
-    """One rollout step for one ConfigSet; returns what its status should say."""
-    meta, spec = cs.get("metadata") or {}, cs.get("spec") or {}
-    name = meta["name"]
+    """One rollout step for one ConfigSet at ``now`` (the caller's clock); returns what its
+    status should say. Its writes go to ``fleet`` in the order they must land."""
+    now = now or dt.datetime.now(dt.UTC)
+    spec = cs.get("spec") or {}
+    name = cs["metadata"]["name"]
     target = rollout.revision_name(name, spec)
-    mine = {r["metadata"]["name"]: int(r.get("revision") or 0) for r in revisions}
-    newest = max(mine.values(), default=0)
-    notes: list[events.Note] = []
-    if target not in mine:
-        fleet.create_revision(rollout.revision_object(cs, namespace, newest + 1))
-        mine[target] = newest + 1
-        log.info("ConfigSet %s: revision %d (%s)", name, newest + 1, target)
-        if newest:
-            budget = settings.max_unavailable if has_rollout(cs) else "of each stageAll pool"
-            notes.append(events.started(newest + 1, target, budget, bool(spec.get("paused"))))
-    elif mine[target] < newest and last_target != target:
-        fleet.renumber_revision(target, newest + 1)  # earlier content is back (undo)
-        mine[target] = newest + 1
-        log.info("ConfigSet %s: revision %s is current again as %d", name, target, newest + 1)
-        notes.append(events.undone(newest + 1, target))
-
-    selector = selector_only(cs)
-    now = dt.datetime.now(dt.UTC)
-    ready = _Ready(fleet, name, target, now, marked)
-    at = Target.of(cs)
-    states = []
-    views = []
-    at_once = []  # matched nodes it is not staged on (only a pool stages it): by generation
-    for node in nodes:
-        view = NodeView.from_dict(node)
-        if selector is None or not matches(selector, view.labels):
-            continue
-        if not staged(cs, node):
-            at_once.append(view)
-            continue
-        views.append(view)
-        entry = view.entries.get(name)
-        admission = _admitted(node, name)
-        # Adopted at the content it ran before its pool staged the ConfigSet: at the target.
-        reported = target if entry and at.at_target(entry, admission) else None
-        reported = reported or (entry.revision if entry else None)
-        states.append(
-            rollout.NodeState(
-                view.name,
-                admission,
-                reported,
-                entry.error if entry else "",
-                ready.since(node, reported, entry.error) if entry else None,
-                not view.entries and not (node.get("spec") or {}).get(rollout.REVISIONS_FIELD),
-                rollout.down(view),
-            )
-        )
-    good = last_good(states, mine, target)
+    mine, notes = _revisions(fleet, namespace, cs, settings, revisions, last_target, target)
+    found = _matched(cs, nodes, target, _Ready(fleet, name, target, now, marked))
+    good = last_good(found.states, mine, target)
+    paused = bool(spec.get("paused"))
     p = rollout.plan(
-        target,
-        settings,
-        states,
-        paused=bool(spec.get("paused")),
-        now=now,
-        gate=gate,
-        last_good=good,
+        target, settings, found.states, paused=paused, now=now, gate=gate, last_good=good
     )
-    admitted = _admit(fleet, name, p.admit, target)
-    if good and p.admit_last_good:
-        _admit(fleet, name, p.admit_last_good, good)
-    if admitted:
-        at_target = sum(1 for s in states if s.admitted == target) + len(admitted)
-        notes.append(events.admitted(mine[target], target, admitted, len(states), at_target))
+    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    notes += _admissions(fleet, name, p, (target, mine[target]), good, found, nodes, stamp)
     _trim(fleet, name, mine, target, nodes, settings.history_limit)
-    matched = sorted(s.name for s in states)
-    done = set(p.updated) | set(p.failed)
-    rest = count(cs, at_once)
-    counts = Counts(
-        sorted(matched + rest.matched),
-        sorted(p.updated + rest.updated),
-        sorted(p.failed + rest.failed),
-        sorted([n for n in matched if n not in done] + rest.pending),
-        sorted(
-            [v.name for v in views if (found := v.entries.get(name)) and found.conflicts]
-            + rest.conflicts
-        ),
-    )
+    rest = count(cs, found.at_once)
     halted = (
         f"rollout of revision {mine[target]} stopped: failed on {', '.join(p.failed[:10])}"
         if p.halted_by_failure
@@ -213,7 +146,153 @@ def sync(
     }
     if p.down and extra["notReadyNodes"] != (cs.get("status") or {}).get("notReadyNodes"):
         notes.append(events.not_ready(p.down))  # when the set changes, not every sync
-    return Outcome(counts, extra, halted, _held_by_pool(p, gate, updating), notes)
+    held = "rollout paused" if paused else ("rollout halted" if halted else "")
+    waits = _waits(p, gate, found.states, target, held) | dict.fromkeys(
+        rest.pending, "not reported"
+    )
+    return Outcome(
+        _counts(name, found, p, rest),
+        extra,
+        halted,
+        _held_by_pool(p, gate, updating),
+        notes,
+        waits,
+    )
+
+
+def _admissions(
+    fleet: Deferred,
+    name: str,
+    p: rollout.Plan,
+    target: tuple[str, int],
+    good: str | None,
+    found: _Matched,
+    nodes: Sequence[Mapping[str, Any]],
+    stamp: str,
+) -> list[events.Note]:
+    """The plan's admissions as writes (each host's first-applied mark before its first
+    admission), and the Event saying them."""
+    unmarked = {n["metadata"]["name"] for n in nodes if not firstapplied.recorded(n)}
+    admitted = _admit(fleet, name, p.admit, target[0], unmarked, stamp)
+    if good and p.admit_last_good:
+        _admit(fleet, name, p.admit_last_good, good, unmarked, stamp)
+    if not admitted:
+        return []
+    at_target = sum(1 for s in found.states if s.admitted == target[0]) + len(admitted)
+    return [events.admitted(target[1], target[0], admitted, len(found.states), at_target)]
+
+
+def _revisions(
+    fleet: Deferred,
+    namespace: str,
+    cs: Mapping[str, Any],
+    settings: rollout.Rollout,
+    revisions: Sequence[Mapping[str, Any]],
+    last_target: str | None,
+    target: str,
+) -> tuple[dict[str, int], list[events.Note]]:
+    """The ConfigSet's revisions by name -> number once this step's writes land: the target
+    made when new, renumbered newest when earlier content is back (undo)."""
+    mine = {r["metadata"]["name"]: int(r.get("revision") or 0) for r in revisions}
+    newest = max(mine.values(), default=0)
+    spec = cs.get("spec") or {}
+    if target not in mine:
+        fleet.create_revision(rollout.revision_object(cs, namespace, newest + 1))
+        mine[target] = newest + 1
+        if not newest:
+            return mine, []
+        budget = settings.max_unavailable if has_rollout(cs) else "of each stageAll pool"
+        return mine, [events.started(newest + 1, target, budget, bool(spec.get("paused")))]
+    if mine[target] < newest and last_target != target:
+        fleet.renumber_revision(target, newest + 1)
+        mine[target] = newest + 1
+        return mine, [events.undone(newest + 1, target)]
+    return mine, []
+
+
+@dataclass(frozen=True)
+class _Matched:
+    """The nodes a ConfigSet selects, parsed once."""
+
+    states: list[rollout.NodeState]  # where it is staged: through the rollout
+    views: list[NodeView]  # the same nodes' reports
+    at_once: list[NodeView]  # where it is not staged (only a pool stages it): by generation
+
+
+def _matched(
+    cs: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]], target: str, ready: _Ready
+) -> _Matched:
+    selector = selector_only(cs)
+    at = Target.of(cs)
+    found = _Matched([], [], [])
+    for node in nodes:
+        view = NodeView.from_dict(node)
+        if selector is None or not matches(selector, view.labels):
+            continue
+        if not staged(cs, node):
+            found.at_once.append(view)
+            continue
+        found.views.append(view)
+        found.states.append(_state(node, view, at, target, ready))
+    return found
+
+
+def _state(
+    node: Mapping[str, Any], view: NodeView, at: Target, target: str, ready: _Ready
+) -> rollout.NodeState:
+    entry = view.entries.get(at.name)
+    admission = _admitted(node, at.name)
+    if entry is None:
+        reported, error, since = None, "", None
+    else:
+        # Adopted at the content it ran before its pool staged the ConfigSet: at the target.
+        reported = target if at.at_target(entry, admission) else entry.revision
+        error, since = entry.error, ready.since(node, reported, entry.error)
+    # New to the fleet as the controller recorded it, not as the status reads now.
+    fresh = firstapplied.fresh(node)
+    return rollout.NodeState(
+        view.name, admission, reported, error, since, fresh, rollout.down(view)
+    )
+
+
+def _counts(name: str, found: _Matched, p: rollout.Plan, rest: Counts) -> Counts:
+    matched = sorted(s.name for s in found.states)
+    done = set(p.updated) | set(p.failed)
+    conflicts = [v.name for v in found.views if (e := v.entries.get(name)) and e.conflicts]
+    return Counts(
+        sorted(matched + rest.matched),
+        sorted(p.updated + rest.updated),
+        sorted(p.failed + rest.failed),
+        sorted([n for n in matched if n not in done] + rest.pending),
+        sorted(conflicts + rest.conflicts),
+    )
+
+
+def _waits(
+    p: rollout.Plan,
+    gate: rollout.Gate | None,
+    states: Sequence[rollout.NodeState],
+    target: str,
+    held: str,
+) -> dict[str, str]:
+    """Why each node of the plan is not updated yet, in a few words an operator can act on."""
+    g: rollout.Gate = gate or rollout.Unpooled()
+    why: dict[str, str] = {}
+    for s in states:
+        if s.name in p.updated or s.name in p.failed:
+            continue
+        if s.name in p.down:
+            why[s.name] = "not ready"
+        elif g.held(s.name):
+            why[s.name] = "selected by two pools"
+        elif s.admitted == target or s.name in p.admit:
+            applied = s.reported == target and not s.error
+            why[s.name] = "minReadySeconds" if applied else "updating"
+        elif pool := g.paused_pool(s.name):
+            why[s.name] = f"pool {pool} paused"
+        else:
+            why[s.name] = held or "waiting for maxUnavailable"
+    return why
 
 
 def _held_by_pool(p: rollout.Plan, gate: rollout.Gate | None, updating: Sequence[str]) -> str:
@@ -248,10 +327,20 @@ def last_good(
     return max(good, key=lambda r: numbers[r], default=None)
 
 
-def _admit(fleet: Deferred, name: str, nodes: Sequence[str], revision: str) -> list[str]:
+def _admit(
+    fleet: Deferred,
+    name: str,
+    nodes: Sequence[str],
+    revision: str,
+    unmarked: set[str],
+    stamp: str,
+) -> list[str]:
     for node_name in nodes:
+        if node_name in unmarked:
+            # Recorded before the admission (effects apply in order, stopping at a failure):
+            # no later delete or selector change can make this host look new again.
+            fleet.mark_first_applied(node_name, stamp)
         fleet.admit(node_name, rollout.REVISIONS_FIELD, name, revision)
-        log.info("ConfigSet %s: admitted %s to %s", name, node_name, revision)
     return list(nodes)
 
 
@@ -266,13 +355,7 @@ def _trim(
     """revisionHistoryLimit: delete the oldest revisions, never the target or an admitted one."""
     keep = {target} | {r for node in nodes if (r := _admitted(node, name))}
     for old in rollout.expired(mine, keep, limit):
-        try:
-            fleet.delete_revision(old)
-            log.info(
-                "ConfigSet %s: revision %s deleted (revisionHistoryLimit %d)", name, old, limit
-            )
-        except KubeError as e:
-            log.warning("ConfigSet %s: cannot delete revision %s: %s", name, old, e)
+        fleet.delete_revision(old)
 
 
 def prune(
@@ -294,17 +377,8 @@ def prune(
             selector = selector_only(cs) if cs is not None else None
             if cs is not None and staged(cs, node) and selector and matches(selector, labels):
                 continue
-            try:
-                fleet.unadmit(
-                    node["metadata"]["name"], (rollout.REVISIONS_FIELD, rollout.READY_FIELD), name
-                )
-            except KubeError as e:
-                log.warning(
-                    "ManagedNode %s: cannot remove admission of %s: %s",
-                    node["metadata"]["name"],
-                    name,
-                    e,
-                )
-                continue
+            fleet.unadmit(
+                node["metadata"]["name"], (rollout.REVISIONS_FIELD, rollout.READY_FIELD), name
+            )
             pruned.append((node["metadata"]["name"], name))
     return pruned

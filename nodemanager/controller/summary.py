@@ -15,6 +15,7 @@ from typing import Any
 
 from nodemanager.api.nodereport import NodeReport
 from nodemanager.controller.conditions import by_type, condition
+from nodemanager.controller.events import names
 from nodemanager.desired.select import explain, matches, missing_values, selector_only
 
 FAILED_NAMES_LIMIT = 10
@@ -68,107 +69,94 @@ def configset_status(
     halted: str = "",
     held_by_pool: str = "",
     stalled: str = "",
+    waits: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The status the controller wants for one ConfigSet.
 
     A staged rollout passes its own ``counts`` (by revision), ``extra`` fields and, when a
     failure stopped it, ``halted`` (the message of the Paused condition); when its nodes' pools
     are paused, ``held_by_pool``; past its progressDeadlineSeconds, ``stalled`` (the message
-    of Progressing=False)."""
+    of Progressing=False); ``waits``, why each pending node waits (named in the message)."""
     meta, spec = raw.get("metadata") or {}, raw.get("spec") or {}
     generation = int(meta.get("generation") or 0)
     previous = by_type((raw.get("status") or {}).get("conditions"))
     c = counts or count(raw, nodes)
-    selector = selector_only(raw)
-    if halted:
-        pause = ("RolloutFailed", halted)
-    elif spec.get("paused"):
-        pause = ("Paused", "spec.paused is set")
-    elif held_by_pool:
-        pause = ("PoolPaused", held_by_pool)
-    else:
-        pause = ("NotPaused", "")
+    pause = _pause(halted, bool(spec.get("paused")), held_by_pool)
     paused = pause[0] != "NotPaused"
-    failed_names = c.failed[:FAILED_NAMES_LIMIT]
-    more = (
-        f" and {len(c.failed) - len(failed_names)} more"
-        if len(c.failed) > len(failed_names)
-        else ""
-    )
-    if paused:
-        progressing = ("False", *pause)
-    elif c.pending and stalled:
-        progressing = ("False", "ProgressDeadlineExceeded", stalled)
-    elif c.pending:
-        progressing = (
-            "True",
-            "NodesUpdating",
-            f"{len(c.pending)} of {len(c.matched)} nodes pending",
-        )
-    else:
-        progressing = (
-            "False",
-            "AllNodesReported",
-            f"{len(c.updated)} of {len(c.matched)} nodes updated",
-        )
-    missing = (
-        [] if c.matched or selector is None else missing_values(selector, [n.labels for n in nodes])
-    )
-    conditions = [
-        condition(
-            previous,
-            "Matched",
-            bool(c.matched),
-            "NodesMatched" if c.matched else ("LabelNotCarried" if missing else "NoNodeMatches"),
-            explain(missing) if missing else f"{len(c.matched)} nodes match",
-            generation,
-            now,
-        ),
-        condition(
-            previous, "Progressing", progressing[0], progressing[1], progressing[2], generation, now
-        ),
-        condition(
-            previous,
-            "Degraded",
-            bool(c.failed),
-            "ApplyFailed" if c.failed else "AsExpected",
-            f"failed on {', '.join(failed_names)}{more}" if c.failed else "",
-            generation,
-            now,
-        ),
-        condition(
-            previous,
-            "Conflicted",
-            bool(c.conflicts),
-            "ConflictingDeclarations" if c.conflicts else "NoConflicts",
-            # Counts and node names only: the conflicts' text is written by the nodes.
-            f"{len(c.conflicts)} nodes report conflicting declarations: "
-            f"{', '.join(c.conflicts[:FAILED_NAMES_LIMIT])}"
-            if c.conflicts
-            else "",
-            generation,
-            now,
-        ),
-        condition(
-            previous,
-            "Paused",
-            paused,
-            *pause,
-            generation,
-            now,
-        ),
+    progressing = ("False", *pause) if paused else _progressing(c, stalled, waits)
+    wanted = [
+        ("Matched", *_matched(raw, c, nodes)),
+        ("Progressing", *progressing),
+        ("Degraded", *_degraded(c)),
+        ("Conflicted", *_conflicted(c)),
+        ("Paused", "True" if paused else "False", *pause),
     ]
+    conditions = [condition(previous, *w, generation, now) for w in wanted]
     status: dict[str, Any] = {
         "observedGeneration": generation,
         "matched": len(c.matched),
         "updated": len(c.updated),
         "failed": len(c.failed),
         "pending": len(c.pending),
-        "failedNodes": failed_names,
+        "failedNodes": c.failed[:FAILED_NAMES_LIMIT],
         **(extra or {}),
         "conditions": conditions,
     }
     return status
+
+
+def _matched(raw: Mapping[str, Any], c: Counts, nodes: Sequence[NodeView]) -> tuple[str, str, str]:
+    if c.matched:
+        return "True", "NodesMatched", f"{len(c.matched)} nodes match"
+    selector = selector_only(raw)
+    missing = [] if selector is None else missing_values(selector, [n.labels for n in nodes])
+    if missing:
+        return "False", "LabelNotCarried", explain(missing)
+    return "False", "NoNodeMatches", "0 nodes match"
+
+
+def _degraded(c: Counts) -> tuple[str, str, str]:
+    if not c.failed:
+        return "False", "AsExpected", ""
+    shown = c.failed[:FAILED_NAMES_LIMIT]
+    more = f" and {len(c.failed) - len(shown)} more" if len(c.failed) > len(shown) else ""
+    return "True", "ApplyFailed", f"failed on {', '.join(shown)}{more}"
+
+
+def _conflicted(c: Counts) -> tuple[str, str, str]:
+    if not c.conflicts:
+        return "False", "NoConflicts", ""
+    # Counts and node names only: the conflicts' text is written by the nodes.
+    shown = ", ".join(c.conflicts[:FAILED_NAMES_LIMIT])
+    message = f"{len(c.conflicts)} nodes report conflicting declarations: {shown}"
+    return "True", "ConflictingDeclarations", message
+
+
+def _pause(halted: str, paused: bool, held_by_pool: str) -> tuple[str, str]:
+    """(reason, message) of the Paused condition; reason NotPaused when it is not."""
+    if halted:
+        return "RolloutFailed", halted
+    if paused:
+        return "Paused", "spec.paused is set"
+    if held_by_pool:
+        return "PoolPaused", held_by_pool
+    return "NotPaused", ""
+
+
+def _progressing(c: Counts, stalled: str, waits: Mapping[str, str] | None) -> tuple[str, str, str]:
+    """(status, reason, message) of Progressing while not paused."""
+    if c.pending and stalled:
+        return "False", "ProgressDeadlineExceeded", stalled
+    if c.pending:
+        pending = f"{len(c.pending)} of {len(c.matched)} nodes pending"
+        return "True", "NodesUpdating", f"{pending}: {waiting(c.pending, waits)}"
+    return "False", "AllNodesReported", f"{len(c.updated)} of {len(c.matched)} nodes updated"
+
+
+def waiting(nodes: Sequence[str], waits: Mapping[str, str] | None) -> str:
+    """Node names, each with why it waits when known ("n1 (not ready), n2"), the first ten."""
+    why = waits or {}
+    return names([f"{n} ({why[n]})" if why.get(n) else n for n in nodes])
 
 
 def differs(wanted: Mapping[str, Any], current: Mapping[str, Any] | None) -> bool:

@@ -1,31 +1,10 @@
-"""Polling for cluster tests: wait for a condition, never sleep a fixed time."""
+"""Helpers for cluster tests. Waits are tests/waits.py's (re-exported here)."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from typing import TypeVar
+from tests.waits import eventually, stretch
 
-T = TypeVar("T")
-
-
-def eventually(
-    check: Callable[[], T], timeout: float = 30, interval: float = 0.1, message: str = ""
-) -> T:
-    """Call ``check`` until it returns a truthy value without raising AssertionError; return it."""
-    deadline = time.monotonic() + timeout
-    last: BaseException | None = None
-    while True:
-        try:
-            value = check()
-            if value:
-                return value
-        except AssertionError as e:
-            last = e
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not true within {timeout} s: {message or check}") from last
-        time.sleep(interval)
-
+__all__ = ["crds_established", "eventually", "stretch"]
 
 UPSTREAM_KINDS = ("configsets", "managednodes")  # upstream has no NodePool
 

@@ -34,13 +34,15 @@ def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
     )
 
 
-def set_progress(api, ns, name, *, matched, updated, paused=False):
+def set_progress(api, ns, name, *, matched, updated, paused=False, conditions=()):
     """The status the controller writes for a rollout (controller/rollout.py `progress` reads
     it), written here so each state is exact."""
     custom = client.CustomObjectsApi(api)
     cs = custom.get_namespaced_custom_object(GROUP, VERSION, ns, "configsets", name)
     conditions = [{"type": "Paused", "status": "True", "reason": "Paused", "message": "",
-                   "lastTransitionTime": "2026-11-25T00:00:00Z"}] if paused else []  # fmt: skip
+                   "lastTransitionTime": "2026-11-25T00:00:00Z"}] if paused else [
+        {**c, "lastTransitionTime": "2026-11-25T00:00:00Z"} for c in conditions
+    ]  # fmt: skip
     cs["status"] = {
         "observedGeneration": cs["metadata"]["generation"],
         "matched": matched,
@@ -82,6 +84,22 @@ def test_rollout_status_exit_codes_with_options_before_the_subcommand(
     set_progress(api_client, namespace, name, matched=2, updated=1)
     unfinished = run(*status, "--watch=false", env=env)
     assert unfinished.returncode == 4 and "1 of 2 updated" in unfinished.stdout, unfinished
+
+    # Past progressDeadlineSeconds, and halted by a failure: exit 1 and one line naming why,
+    # as `kubectl rollout status` does ("exceeded its progress deadline"), also while waiting.
+    deadline = {"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
+                "message": "no node updated for 5s; waiting for n2 (not ready)"}  # fmt: skip
+    halted = {"type": "Degraded", "status": "True", "reason": "ApplyFailed",
+              "message": "failed on n1"}  # fmt: skip
+    for condition, why in (
+        (deadline, "exceeded its progress deadline: no node updated for 5s; waiting for n2"),
+        (halted, "rollout failed: failed on n1"),
+    ):
+        set_progress(api_client, namespace, name, matched=2, updated=1, conditions=[condition])
+        failed = run(*status, env=env)
+        assert failed.returncode == 1, failed
+        assert failed.stderr.startswith(f'error: configset "{name}" ') and why in failed.stderr
+        assert failed.stderr.count("\n") == 1 and "Traceback" not in failed.stderr, failed
 
     set_progress(api_client, namespace, name, matched=2, updated=2)
     done = run(*status, env=env)

@@ -386,7 +386,8 @@ def test_staged_rollout_one_node_at_a_time_failure_undo_pause_resume(
     )
     assert rollout_status(api, fleet_ns, name)["failedNodes"] == bad["failedNodes"]
     failed = nm(kubeconfig, fleet_ns, "status", f"configset/{name}", "--watch", "false")
-    assert failed.returncode == 1 and "rollout failed" in failed.stdout, failed
+    assert failed.returncode == 1 and "rollout failed" in failed.stderr, failed
+    assert failed.stderr.startswith("error: ") and failed.stderr.count("\n") == 1, failed
 
     # undo goes back to revision 2's content: the failed node returns to it.
     undone = nm(kubeconfig, fleet_ns, "undo", f"configset/{name}")

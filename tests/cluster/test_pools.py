@@ -24,7 +24,7 @@ from nodemanager.kube.nodes import NodeClient
 from tests.cluster.agent import Agent
 from tests.cluster.controller import ControllerProcess
 from tests.cluster.fleet import Disrupted, make_namespace, start_agents, start_controller
-from tests.cluster.helpers import eventually
+from tests.cluster.helpers import eventually, stretch
 from tests.cluster.test_bootstrap import bootstrapped, node_name  # noqa: F401 (fixtures)
 from tests.cluster.test_controller import (
     after_more_syncs,
@@ -33,8 +33,8 @@ from tests.cluster.test_controller import (
     new_revision,
     nm,
     rollout_status,
-    set_pool,
 )
+from tests.cluster.test_controller import set_pool as merge_pool
 from tests.cluster.test_daemon import GROUP, VERSION, condition, put_configset
 
 pytestmark = [pytest.mark.cluster, pytest.mark.ansible]
@@ -97,17 +97,42 @@ def put_pool(api, ns, name, spec):
         )
 
 
+def set_pool(api, ns, name, spec):
+    """Merge ``spec`` into a NodePool's spec. Pool web (every node: role=web) is made first
+    when this test runs alone: the module's first test makes it otherwise."""
+    if name == "web":
+        body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "NodePool", "metadata": {"name": name}}
+        body["spec"] = {"nodeSelector": {"matchLabels": {"role": "web"}}}
+        try:
+            custom(api).create_namespaced_custom_object(GROUP, VERSION, ns, "nodepools", body)
+        except client.ApiException as e:
+            if e.status != 409:
+                raise
+        else:
+            eventually(
+                lambda: all(
+                    get(api, ns, "managednodes", h)["spec"].get("pool") == "web" for h in HOSTS
+                ),
+                timeout=120,
+                message="every node in pool web",
+            )
+    merge_pool(api, ns, name, spec)
+
+
 def label(api, ns, node, labels):
     custom(api).patch_namespaced_custom_object(
         GROUP, VERSION, ns, "managednodes", node, {"metadata": {"labels": labels}}
     )
 
 
-def pool_updated(kubeconfig, ns, name, timeout="150s"):
+def pool_updated(kubeconfig, ns, name, timeout=150):
+    """`kubectl wait --for=condition=Updated`, its limit stretched with the load as every
+    wait's (tests/waits.py)."""
+    limit = timeout * stretch()
     done = subprocess.run(
         ["kubectl", "--kubeconfig", kubeconfig, "-n", ns, "wait", "--for=condition=Updated",
-         f"nodepool/{name}", f"--timeout={timeout}"],
-        capture_output=True, text=True, timeout=300,
+         f"nodepool/{name}", f"--timeout={limit:.0f}s"],
+        capture_output=True, text=True, timeout=limit + 60,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return get_pool(kubeconfig, ns, name)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 import socket
-import time
 
 import yaml
 
@@ -48,7 +47,10 @@ def test_unreachable_api_logs_without_retry_noise_and_with_zones(tmp_path):
     agent.start()
     try:
         eventually(lambda: "cannot register" in agent.log(), timeout=60)
-        time.sleep(5)  # let the informers retry a few times too
+        # The informers' retries are logged too (and must not bring urllib3's noise along).
+        eventually(
+            lambda: agent.log().count("list/watch failed") >= 2, timeout=60, message="a retry"
+        )
     finally:
         agent.stop()
     lines = [json.loads(line) for line in agent.log().splitlines() if line.startswith("{")]

@@ -37,3 +37,8 @@ def test_deps_installs_without_recommends():
     text = (ROOT / "Makefile").read_text()
     installs = [line for line in text.splitlines() if "apt-get install" in line]
     assert installs and all("--no-install-recommends" in line for line in installs)
+
+
+def test_unit_tests_install_the_collections_they_read_first():
+    # A fresh clone has none: the argspec tests read community.general's and ansible's specs.
+    assert "collections/install.py" in _dry_run("test-unit")

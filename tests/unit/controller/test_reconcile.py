@@ -33,6 +33,7 @@ class Fleet:
         self.roles: dict[str, dict[str, Any]] = {}
         self.bindings: dict[str, dict[str, Any]] = {}
         self.fenced: list[str] = []
+        self.specs: dict[str, dict[str, Any]] = {}
         self.fail: dict[str, Exception] = {}
         self.calls: list[str] = []
 
@@ -94,6 +95,10 @@ class Fleet:
         self._call("mark_ready")
         self.ready[(node, configset)] = (revision, since)
 
+    def patch_node_spec(self, node: str, spec: dict[str, Any]) -> None:
+        self._call("patch_node_spec")
+        self.specs.setdefault(node, {}).update(spec)
+
     def fence(self, node: str, report: Any) -> None:
         self._call("fence")
         self.fenced.append(node)
@@ -125,7 +130,9 @@ def configset(name: str, generation: int = 1, staged: bool = False, **status: An
 def node(name: str, *entries: dict[str, Any], admitted: dict | None = None, rv: str = "5"):
     return {
         "metadata": {"name": name, "labels": {"role": "web"}, "resourceVersion": rv},
-        "spec": {REVISIONS_FIELD: admitted} if admitted else {},
+        # A host that applied something carries the controller's record of it (firstapplied).
+        "spec": ({REVISIONS_FIELD: admitted} if admitted else {})
+        | ({"firstApplied": "2026-01-01T10:00:00Z"} if admitted or entries else {}),
         "status": {"configsets": list(entries)},
     }
 
@@ -157,7 +164,8 @@ def test_a_new_staged_configset_creates_its_revision_then_admits_a_new_node_then
     fleet, events = Fleet(), Events()
     outcome = run(raw, [node("a")])
     methods = [e.method for e in outcome.effects if isinstance(e, Write)]
-    assert methods == ["create_revision", "admit", "patch_configset_status"]
+    # A host new to the fleet is recorded as no longer new before it is admitted.
+    assert methods == ["create_revision", "patch_node_spec", "admit", "patch_configset_status"]
     result = apply(outcome, fleet, events)
     assert result.error is None
     target = revision_name("web", raw["spec"])
@@ -171,7 +179,8 @@ def test_a_failed_write_stops_the_rest_and_says_no_event():
     fleet.fail["admit"] = Temporary("timed out")
     result = apply(run(raw, [node("a")]), fleet, events)
     assert isinstance(result.error, Temporary)
-    assert fleet.calls == ["create_revision", "admit"] and fleet.statuses == {}
+    assert fleet.calls == ["create_revision", "patch_node_spec", "admit"]
+    assert fleet.statuses == {}
     assert events.reasons == []  # retried later: said once, when it works
 
 

@@ -117,6 +117,19 @@ def test_progress_words_follow_the_status():
     assert progress(cs)[0] == "done"
     cs["status"]["conditions"] = [{"type": "Degraded", "status": "True", "message": "failed on n0"}]
     assert progress(cs) == ("failed", 'configset "web" rollout failed: failed on n0')
+    # Past its deadline, as kubectl says of a Deployment; ahead of a pause it says why.
+    stalled = {
+        "type": "Progressing",
+        "status": "False",
+        "reason": "ProgressDeadlineExceeded",
+        "message": "no node updated for 600s; waiting for n2 (not ready)",
+    }
+    cs["status"] = {"observedGeneration": 2, "matched": 3, "updated": 1, "conditions": [stalled]}
+    assert progress(cs) == (
+        "failed",
+        'configset "web" exceeded its progress deadline: '
+        "no node updated for 600s; waiting for n2 (not ready)",
+    )
 
 
 class FakeFleet:
@@ -142,9 +155,13 @@ def test_ready_time_is_the_controllers_first_sighting_and_read_back_from_spec():
     # The node's own lastApplied (an hour ahead, say) plays no part: the controller's clock.
     assert ready.since(node, "r2", "") == "2026-01-01T12:00:00Z"
     assert fleet.marks == [("n0", "configsetReadySince", "web", "r2", "2026-01-01T12:00:00Z")]
-    # A later sync before the cache shows the write: the same time, no second write.
+    # Only queued, never confirmed (the write failed): the next sync writes it again.
     later = _Ready(fleet, "web", "r2", now + dt.timedelta(seconds=30), marked)
-    assert later.since(node, "r2", "") == "2026-01-01T12:00:00Z" and len(fleet.marks) == 1
+    assert later.since(node, "r2", "") == "2026-01-01T12:00:30Z" and len(fleet.marks) == 2
+    # Confirmed (configsets.Memory.applied), not in the cache yet: the same time, no write.
+    marked[("web", "n0", "r2")] = "2026-01-01T12:00:30Z"
+    later = _Ready(fleet, "web", "r2", now + dt.timedelta(seconds=60), marked)
+    assert later.since(node, "r2", "") == "2026-01-01T12:00:30Z" and len(fleet.marks) == 2
     # After a controller restart (nothing in memory) the node's spec carries it.
     stored = {"configsetReadySince": {"web": {"revision": "r2", "since": "2026-01-01T11:00:00Z"}}}
     fresh = _Ready(fleet, "web", "r2", now, {})
@@ -153,16 +170,18 @@ def test_ready_time_is_the_controllers_first_sighting_and_read_back_from_spec():
     )
     # Not applied, or applied with an error: no time, no write.
     assert fresh.since(node, "r2", "boom") is None and fresh.since(node, None, "") is None
-    assert len(fleet.marks) == 1
+    assert len(fleet.marks) == 2
     # r2, then r3 (both seen in the spec), then undo back to r2: recorded again, not taken
     # from the first write (the spec says r3, and pools read the spec).
     marked = {}
     ready = _Ready(fleet, "web", "r2", now, marked)
     ready.since(node, "r2", "")
+    marked[("web", "n0", "r2")] = "2026-01-01T12:00:00Z"  # confirmed
     written = {"configsetReadySince": {"web": {"revision": "r2", "since": "2026-01-01T12:00:00Z"}}}
     ready.since({"metadata": {"name": "n0"}, "spec": written}, "r2", "")
     later = now + dt.timedelta(minutes=5)
     _Ready(fleet, "web", "r3", later, marked).since(node, "r3", "")
+    marked[("web", "n0", "r3")] = "2026-01-01T12:05:00Z"  # confirmed
     on_r3 = {"configsetReadySince": {"web": {"revision": "r3", "since": "2026-01-01T12:05:00Z"}}}
     _Ready(fleet, "web", "r3", later, marked).since(
         {"metadata": {"name": "n0"}, "spec": on_r3}, "r3", ""

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from pathlib import Path
 
 from nodemanager.executor import config, native
 from nodemanager.playbook.steps import EXEC_PATH, EXEC_UNSET, Origin, Step, exec_argv, user_argv
 from nodemanager.procutil import RUN_MARK, pids_of_run
+from tests.waits import eventually
 
 
 def _step(*argv: str) -> Step:
@@ -84,10 +84,12 @@ def test_a_run_marks_the_commands_its_modules_start(tmp_path):
         ["/bin/sh", "-c", script], env={**os.environ, RUN_MARK: str(tmp_path) + "/run"}
     )
     try:
-        deadline = time.monotonic() + 30
-        while not (pidfile.exists() and pidfile.read_text().strip()):
-            assert time.monotonic() < deadline and parent.poll() is None
-            time.sleep(0.05)
+
+        def started() -> bool:
+            assert parent.poll() is None, "the module exited before starting the command"
+            return pidfile.exists() and bool(pidfile.read_text().strip())
+
+        eventually(started, timeout=30, interval=0.05, message="the command's pid file")
         child = int(pidfile.read_text())
         assert RUN_MARK.encode() not in Path(f"/proc/{child}/environ").read_bytes()
         assert {parent.pid, child} <= set(pids_of_run(str(tmp_path)))
