@@ -136,7 +136,7 @@ FREEZE = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{%
 
 
 def test_a_spinning_template_fails_alone_within_its_cpu_limit():
-    renderer = Renderer(Limits(cpu_seconds=1, wall_seconds=60))
+    renderer = Renderer(Limits(cpu_seconds=1, wall_seconds=60, total_seconds=180))
     desired = merge(
         [
             ConfigSet.from_dict(
