@@ -229,7 +229,7 @@ def make_env(tmp_path: Path, repo: ApkRepo) -> ApkEnv:
     wrapper = tmp_path / "alpine-bin"
     wrapper.mkdir()
     (wrapper / "apk").write_text(
-        f'#!/bin/sh\nexec {shlex.quote(str(apk))} --root {shlex.quote(str(root))} '
+        f"#!/bin/sh\nexec {shlex.quote(str(apk))} --root {shlex.quote(str(root))} "
         '--allow-untrusted "$@"\n'
     )
     (wrapper / "apk").chmod(0o755)

@@ -17,7 +17,10 @@ def apply(tmp_path, env: ApkEnv, *sets: tuple[str, list[dict]], fast: bool = Tru
     """Apply one ConfigSet per (name, packages); the CLI's stdout, its exit status."""
     cfg = write_configsets(
         tmp_path / "pkgs.yaml",
-        *({"name": name, "spec": {"selector": {}, "packages": packages}} for name, packages in sets),
+        *(
+            {"name": name, "spec": {"selector": {}, "packages": packages}}
+            for name, packages in sets
+        ),
     )
     argv = ["apply", "-f", str(cfg), "--state-dir", str(tmp_path / "state")]
     result = nm(*argv, *([] if fast else ["--no-fast-path"]), prefix=env.prefix)

@@ -19,7 +19,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from nodemanager.api import ConfigSet
 from nodemanager.desired.merge import merge
-from nodemanager.executor import managers
+from nodemanager.executor import batch, managers
 from nodemanager.executor.config import COLLECTIONS_PATH
 from nodemanager.playbook.build import build
 from nodemanager.playbook.render import module_of
@@ -191,3 +191,22 @@ Depends On      : None
     assert managers._words(bash["Provides"]) == {"sh"} and bash["Replaces"] == "None"
     assert vim == {"Repository": "extra", "Name": "vim", "Depends On": "None"}
     assert managers._words(vim["Depends On"]) == set()
+
+
+@pytest.mark.parametrize("module", sorted(batch.DECLINED))
+def test_declined_modules_get_one_task_per_name(module):
+    """A module whose lists are declined (batch.DECLINED, with its reason) gets each name as
+    its own task, whatever the manager would answer: its answers are never asked."""
+
+    class Answers(managers.Manager):
+        def effect(self, name: str, state: str) -> managers.Effect | None:
+            raise AssertionError("a declined module's dry run is never asked")
+
+    Answers.module = module
+    family = next(f for f, m in FAMILIES.items() if m == module)
+    cs = ConfigSet.from_dict(
+        {"metadata": {"name": "c"}, "spec": {"packages": [{"name": n} for n in ("a", "b", "c")]}}
+    )
+    steps = build(merge([cs]), family, "n").tasks()
+    assert batch.plan(steps, Answers()).units == list(steps)
+    assert module in managers.MANAGERS and batch.DECLINED[module]
