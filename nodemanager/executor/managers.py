@@ -306,15 +306,10 @@ class Apt(Manager):
         return _matched(rf"{word} ([^\s:]+)", _lines(["apt-get", "-s", "-q", verb, name]))
 
 
-# `apk add --simulate` / `apk del --purge --simulate`: "(1/2) Installing foo (1.0-r0)".
-APK_EFFECT = r"\(\d+/\d+\) (?:Installing|Purging|Deleting) (\S+) \("
-# `pkg install -n` / `pkg delete -n`: a tab, then "foo: 1.0 [FreeBSD]" under its heading.
-PKG_EFFECT = r"\t(\S+): "
-
-
 class Apk(Manager):
     """community.general.apk: present means named in /etc/apk/world (its query_toplevel);
-    absent asks ``apk -v info --installed`` as the module does."""
+    absent asks ``apk -v info --installed`` as the module does. Its names never share a list
+    (batch.DECLINED), so no dry run is read."""
 
     module = "community.general.apk"
     WORLD = Path("/etc/apk/world")
@@ -332,15 +327,10 @@ class Apk(Manager):
             return None if proc is None else proc.returncode != 0
         return super().converged(step)
 
-    def effect(self, name: str, state: str) -> Effect | None:
-        argv = ["apk", "add", "--simulate", name]
-        if state != "present":
-            argv = ["apk", "del", "--purge", "--simulate", name]
-        return _matched(APK_EFFECT, _lines(argv))
-
 
 class Pkgng(Manager):
-    """community.general.pkgng asks ``pkg info -e`` per name; so does this."""
+    """community.general.pkgng asks ``pkg info -e`` per name; so does this. Its names never
+    share a list (batch.DECLINED), so no dry run is read."""
 
     module = "community.general.pkgng"
 
@@ -349,12 +339,6 @@ class Pkgng(Manager):
             return None
         proc = _run(["pkg", "info", "-e", step.name])
         return None if proc is None else (proc.returncode == 0) == (step.state == "present")
-
-    def effect(self, name: str, state: str) -> Effect | None:
-        argv = ["pkg", "install", "-n", "-U", name]
-        if state != "present":
-            argv = ["pkg", "delete", "-n", name]
-        return _matched(PKG_EFFECT, _lines(argv))
 
 
 class Dnf(Manager):

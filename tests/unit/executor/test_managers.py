@@ -1,10 +1,11 @@
-"""Contracts of the package batches where the managers cannot run here.
+"""Contracts of the package batches.
 
-apk, pkg and dnf do not run on this Debian host, so these tests check what can be checked
-without them: the list task the fast path hands each module validates against that module's own
-argument_spec (ansible-core's validator, the spec read from the installed module), and the dry
-run readers against those tools' documented output. pacman and apt run for real in
-tests/integration/test_differential_packages.py and test_pacman.py.
+The list task the fast path hands each module validates against that module's own
+argument_spec (ansible-core's validator, the spec read from the installed module); dnf's dry run
+reader is checked against dnf's documented output (dnf does not run here); modules whose lists
+are declined get one task per name. pacman, apt, apk and pkg run for real in
+tests/integration/ (test_differential_packages.py, test_differential_apt.py,
+test_differential_apk.py, test_differential_pkgng.py).
 """
 
 from __future__ import annotations
@@ -97,26 +98,6 @@ def test_list_task_validates_against_the_modules_argument_spec(family, ensure):
     result = validator.validate(_plain(params))
     assert not result.error_messages, result.error_messages
     assert result.validated_parameters["name"] == ["vim", "git", "tmux"]
-
-
-def test_apk_dry_run_documented_output():
-    installing = "(1/2) Installing libfoo (1.2-r0)\n(2/2) Installing foo (1.0-r1)\nOK: 10 MiB\n"
-    assert list(managers._matched(managers.APK_EFFECT, installing.splitlines())) == [
-        "libfoo",
-        "foo",
-    ]
-    purging = "(1/1) Purging foo (1.0-r1)\nOK: 9 MiB in 19 packages\n"
-    assert list(managers._matched(managers.APK_EFFECT, purging.splitlines())) == ["foo"]
-
-
-def test_pkg_dry_run_documented_output():
-    text = (
-        "Checking integrity... done (0 conflicting)\n"
-        "The following 2 package(s) will be affected (of 0 checked):\n\n"
-        "New packages to be INSTALLED:\n\tfoo: 1.0 [FreeBSD]\n\tlibfoo: 2.1 [FreeBSD]\n\n"
-        "Number of packages to be installed: 2\n"
-    )
-    assert list(managers._matched(managers.PKG_EFFECT, text.splitlines())) == ["foo", "libfoo"]
 
 
 def test_dnf_transaction_documented_output():
