@@ -28,6 +28,7 @@ from tests import thirdparty
 
 PACKAGE = "nmtest-hello"
 ABI = "FreeBSD:14:amd64"
+OSVERSION = "1400000"  # given with the ABI, or pkg guesses it aloud on every call
 # A script that fails, for the package whose installation must fail.
 FAILING = "echo 'nmtest: refusing to install' >&2\nexit 1\n"
 
@@ -46,7 +47,7 @@ def _pkg_env() -> dict[str, str]:
 
 
 def _run_pkg(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    argv = (str(pkg_binary()), "-o", f"ABI={ABI}", *argv)
+    argv = (str(pkg_binary()), "-o", f"ABI={ABI}", "-o", f"OSVERSION={OSVERSION}", *argv)
     return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=_pkg_env())
 
 
@@ -188,7 +189,8 @@ def make_env(tmp_path: Path, repo: PkgRepo) -> PkgEnv:
     wrapper = tmp_path / "freebsd-bin"
     wrapper.mkdir()
     lib = thirdparty.PKG.prefix() / "lib"
-    options = ["-r", str(root), "-o", f"ABI={ABI}", "-o", f"REPOS_DIR={repos}"]
+    options = ["-r", str(root), "-o", f"ABI={ABI}", "-o", f"OSVERSION={OSVERSION}"]
+    options += ["-o", f"REPOS_DIR={repos}"]
     (wrapper / "pkg").write_text(
         f"#!/bin/sh\nLD_LIBRARY_PATH={shlex.quote(str(lib))} exec {shlex.quote(str(pkg))} "
         + " ".join(shlex.quote(o) for o in options)

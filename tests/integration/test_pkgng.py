@@ -1,8 +1,8 @@
 """pkg for real: `nodemanager apply` on a host whose os-release says freebsd, through
 community.general.pkgng and FreeBSD's pkg 2.8 (built from ../shared/vendor), each host its own
 rootdir in a private mount namespace (tests/integration/pkg_repo.py): install, re-apply,
-upgrade, removal, a dependency chain, a provider, a missing package and a failing install
-script."""
+latest (which pkg 2.x and the module never upgrade), removal, reinstall at the newer version,
+a dependency chain, a provider, a missing package and a failing install script."""
 
 from __future__ import annotations
 
@@ -37,15 +37,21 @@ def test_install_reapply_upgrade_remove(tmp_path, pkg_repo: PkgRepo, pkg_env: Pk
     out, rc = apply(tmp_path, pkg_env, ("pkgs", [{"name": PACKAGE}]))
     assert "pkgs: 1 ok, 0 changed" in out, out  # installed: a newer one is not wanted
     assert pkg_env.query() == "1.0"
-    out, rc = apply(tmp_path, pkg_env, ("pkgs", [{"name": PACKAGE, "ensure": "latest"}]))
-    assert rc == 0 and "pkgs: 0 ok, 1 changed" in out, out
-    assert pkg_env.query() == "1.1" and pkg_env.payload() == "1.1"
+    # latest: the module asks `pkg upgrade -n NAME` and expects exit status 1 when an upgrade
+    # is there; pkg 2.x exits 0 either way (freebsd/pkg#2753, community.general#11907), so the
+    # module, and with it nodemanager, reports ok and upgrades nothing. An upgrade comes
+    # through `ensure: absent` and back, or an OS upgrade (spec.upgrade).
+    assert pkg_env.pkg("upgrade", "-n", PACKAGE).returncode == 0
     out, rc = apply(tmp_path, pkg_env, ("pkgs", [{"name": PACKAGE, "ensure": "latest"}]))
     assert rc == 0 and "pkgs: 1 ok, 0 changed" in out, out
+    assert pkg_env.query() == "1.0"
 
     out, rc = apply(tmp_path, pkg_env, ("pkgs", [{"name": PACKAGE, "ensure": "absent"}]))
     assert rc == 0 and "pkgs: 0 ok, 1 changed" in out, out
     assert pkg_env.query() is None and pkg_env.payload() is None
+    out, rc = apply(tmp_path, pkg_env, ("pkgs", [{"name": PACKAGE}]))
+    assert rc == 0 and "pkgs: 0 ok, 1 changed" in out, out
+    assert pkg_env.query() == "1.1" and pkg_env.payload() == "1.1"
 
 
 def test_dependencies_provider_missing_and_failing_script(tmp_path, pkg_repo, pkg_env):
