@@ -40,17 +40,13 @@ BATCH_TASK = "nodemanager: {module} {state} list {n}"
 Unit = Batch | Step
 
 # Package modules whose names never share a list, and why: each name is its own task (the fast
-# path still answers converged names natively). Measured against the real programs in
-# tests/integration/test_differential_apk.py and test_differential_pkgng.py.
+# path still answers converged names natively). Measured against the real program in
+# tests/integration/test_differential_apk.py.
 DECLINED: dict[str, str] = {
     "community.general.apk": (
         "an install script that fails leaves its package installed and marked broken, and "
         "every later apk call then fails too: a failed list cannot be taken apart into what "
         "each name's own task reports, and no dry run shows which script will fail"
-    ),
-    "community.general.pkgng": (
-        "the module updates the catalogue and queries each name around its one install "
-        "command: a list's failure is one message for every name, not each name's own"
     ),
 }
 

@@ -328,9 +328,21 @@ class Apk(Manager):
         return super().converged(step)
 
 
+# `pkg install -n` / `pkg delete -n`: a tab, then "foo: 1.0" (or "foo: 1.0 -> 1.1") under
+# its heading ("New packages to be INSTALLED:", "Installed packages to be REMOVED:").
+PKG_EFFECT = r"\t(\S+): "
+
+
 class Pkgng(Manager):
-    """community.general.pkgng asks ``pkg info -e`` per name; so does this. Its names never
-    share a list (batch.DECLINED), so no dry run is read."""
+    """community.general.pkgng asks ``pkg info -e`` per name; so does this.
+
+    Lists: the module installs all its names with one ``pkg install``, and pkg commits package
+    by package: a pre-install script that fails rolls back its own package and stops the
+    rest, so the list's rescue (each name's own task) finds exactly what the names' own tasks
+    would have left. Names a member's dry run brings in stay out of the list (named, pkg would
+    mark them installed on purpose, not as dependencies) and report ok, as their own tasks do.
+    The module refreshes the catalogue (``pkg update``) before it installs; the dry runs are
+    read after the same refresh, or a stale catalogue would answer them."""
 
     module = "community.general.pkgng"
 
@@ -339,6 +351,28 @@ class Pkgng(Manager):
             return None
         proc = _run(["pkg", "info", "-e", step.name])
         return None if proc is None else (proc.returncode == 0) == (step.state == "present")
+
+    def _dry_run(self, state: str, names: Sequence[str]) -> Effect | None:
+        if state == "present" and not self.once("catalogue", self._refresh):
+            return None
+        # -y: without it (and without ASSUME_ALWAYS_YES) a dry run that would install exits 1
+        verb = ["install", "-n", "-y", "-U"] if state == "present" else ["delete", "-n"]
+        return _matched(PKG_EFFECT, _lines(["pkg", *verb, *names]))
+
+    @staticmethod
+    def _refresh() -> set[str]:
+        """The module's own first step (``cached: false``); empty when it failed."""
+        proc = _run(["pkg", "update"])
+        return {"refreshed"} if proc is not None and proc.returncode == 0 else set()
+
+    def effect(self, name: str, state: str) -> Effect | None:
+        return self._dry_run(state, [name])
+
+    def lists_mean_tasks(self, names: Sequence[str], state: str, effect: set[str]) -> bool:
+        """The list's own dry run changes exactly what the names' own ones do (a package
+        required through ``provides`` may come from another provider in one transaction)."""
+        together = self._dry_run(state, names)
+        return together is not None and set(together) == effect
 
 
 class Dnf(Manager):

@@ -191,3 +191,16 @@ def test_declined_modules_get_one_task_per_name(module):
     steps = build(merge([cs]), family, "n").tasks()
     assert batch.plan(steps, Answers()).units == list(steps)
     assert module in managers.MANAGERS and batch.DECLINED[module]
+
+
+def test_pkg_dry_run_output():
+    """pkg 2.8's own words (tests/integration/test_differential_pkgng.py runs it for real)."""
+    text = (
+        "Checking integrity... done (0 conflicting)\n"
+        "The following 2 package(s) will be affected (of 0 checked):\n\n"
+        "New packages to be INSTALLED:\n\tnmt-bad: 1.0\n\tnmtest-hello: 1.0\n\n"
+        "Installed packages to be UPGRADED:\n\tnmt-l1: 1.0 -> 1.1\n\n"
+        "Number of packages to be installed: 2\n"
+    )
+    found = managers._matched(managers.PKG_EFFECT, text.splitlines())
+    assert list(found or {}) == ["nmt-bad", "nmtest-hello", "nmt-l1"]
