@@ -18,8 +18,8 @@ the manager's whole database. A manager answers the same questions in millisecon
 
 The fast path reports converged names natively and hands the rest to the module as one list
 (executor/batch.py decides which names may share it). Each manager mirrors the query its module
-makes where the module makes one (pkgng's ``pkg info -e``, apk's ``apk -v info --installed`` and
-its world file); pacman and apt read their database once per run.
+makes where the module makes one (apk's ``apk -v info --installed`` and its world file); pacman,
+apt and pkg read their database once per run.
 """
 
 from __future__ import annotations
@@ -334,7 +334,9 @@ PKG_EFFECT = r"\t(\S+): "
 
 
 class Pkgng(Manager):
-    """community.general.pkgng asks ``pkg info -e`` per name; so does this.
+    """community.general.pkgng asks ``pkg info -g -e NAME`` per name: for a plain name (no
+    glob character, nothing but a name) that is whether a package of that name is installed,
+    read here once per run (``pkg query %n``; a pkg start costs about 30 ms here).
 
     Lists: the module installs all its names with one ``pkg install``, and pkg commits package
     by package: a pre-install script that fails rolls back its own package and stops the
@@ -346,11 +348,18 @@ class Pkgng(Manager):
 
     module = "community.general.pkgng"
 
+    def list_installed(self) -> set[str]:
+        names = _lines(["pkg", "query", "%n"])
+        # "?" marks an unanswered query: no name can be answered from it
+        return {"?"} if names is None else set(names)
+
     def converged(self, step: Step) -> Verdict:
-        if step.state not in ("present", "absent") or not plain(step):
+        if "?" in self.installed():
             return None
-        proc = _run(["pkg", "info", "-e", step.name])
-        return None if proc is None else (proc.returncode == 0) == (step.state == "present")
+        # `pkg info -g -e foo-1.0` also matches foo at 1.0: such a name is the module's to read
+        if re.search(r"-\d", step.name):
+            return None
+        return super().converged(step)
 
     def _dry_run(self, state: str, names: Sequence[str]) -> Effect | None:
         if state == "present" and not self.once("catalogue", self._refresh):
