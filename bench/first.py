@@ -6,7 +6,12 @@ resources (files, directories, subscribed executions), 10 packages, and both tog
 `nodemanager apply` against plain `ansible-playbook` on nodemanager's own `render` output,
 interleaved repeats (`BENCH_REPEATS`, default 5), medians, the load average beside them.
 
-`BENCH_FIRST_WORKLOADS` (comma-separated, default all three) picks workloads: on a loaded machine
+The 10 packages also run through apk and pkg (issue 33): the same ConfigSet on a fresh Alpine
+root (apk --root, tests/integration/apk_repo.py) and a fresh FreeBSD rootdir (pkg -r,
+tests/integration/pkg_repo.py), each in a mount namespace whose os-release names the OS; a
+manager whose program cannot be built here (tests/thirdparty.py) is left out with one line.
+
+`BENCH_FIRST_WORKLOADS` (comma-separated, default all five) picks workloads: on a loaded machine
 one repeat of ansible-playbook on the 100 resources takes minutes, where the packages alone are
 the close race that needs the repeats.
 
@@ -24,7 +29,9 @@ import statistics
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -34,8 +41,13 @@ ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS = {
     "100 resources": {"files": True, "packages": False},
     "10 packages": {"files": False, "packages": True},
+    "10 packages apk": {"files": False, "packages": True},
+    "10 packages pkg": {"files": False, "packages": True},
     "both": {"files": True, "packages": True},
 }
+# The package manager of each workload (os-release ID given to render/apply), pacman otherwise.
+MANAGER = {"10 packages apk": "apk", "10 packages pkg": "pkg"}
+OS_ID = {"pacman": "arch", "apk": "alpine", "pkg": "freebsd"}
 _CHOSEN = os.environ.get("BENCH_FIRST_WORKLOADS", ",".join(WORKLOADS))
 CHOSEN = [w.strip() for w in _CHOSEN.split(",")]
 
@@ -44,34 +56,59 @@ def _load() -> float:
     return os.getloadavg()[0]
 
 
-def main(bin_dir: Path, repeats: int) -> dict:
-    from tests.integration.pacman_repo import make_env, make_repo
+def _managers(chosen: list[str]) -> dict[str, tuple[Any, Callable[[Path, Any], Any]]]:
+    """Each manager the chosen workloads use: its repository maker and its root maker."""
+    from tests import thirdparty
+    from tests.integration import apk_repo, pacman_repo, pkg_repo
 
+    makers = {
+        "pacman": (pacman_repo.make_repo, pacman_repo.make_env, None),
+        "apk": (apk_repo.make_repo, apk_repo.make_env, thirdparty.APK),
+        "pkg": (pkg_repo.make_repo, pkg_repo.make_env, thirdparty.PKG),
+    }
+    out = {}
+    for manager in sorted({MANAGER.get(w, "pacman") for w in chosen}):
+        make_repo, make_env, program = makers[manager]
+        reason = thirdparty.missing(program) if program else None
+        if reason:
+            print(f"first: {manager} left out: {reason}", flush=True)
+            continue
+        out[manager] = (make_repo, make_env)
+    return out
+
+
+def main(bin_dir: Path, repeats: int) -> dict:
     baseline = os.environ.get("BENCH_BASELINE")
     sides = ["nodemanager", "ansible-playbook", *(["nodemanager (baseline)"] if baseline else [])]
     unknown = set(CHOSEN) - set(WORKLOADS)
     if unknown:
         raise SystemExit(f"BENCH_FIRST_WORKLOADS: no workload {', '.join(sorted(unknown))}")
-    runs: dict[str, dict[str, list[float]]] = {w: {s: [] for s in sides} for w in CHOSEN}
-    cpus: dict[str, dict[str, list[float]]] = {w: {s: [] for s in sides} for w in CHOSEN}
     loads: list[float] = []
     with tempfile.TemporaryDirectory(prefix="nm-bench-first-") as tmp:
         base = Path(tmp)
-        repo = make_repo(base, FIRST_PACKAGES)
+        makers = _managers(CHOSEN)
+        chosen = [w for w in CHOSEN if MANAGER.get(w, "pacman") in makers]
+        runs: dict[str, dict[str, list[float]]] = {w: {s: [] for s in sides} for w in chosen}
+        cpus: dict[str, dict[str, list[float]]] = {w: {s: [] for s in sides} for w in chosen}
+        repos = {}
+        for manager, (make_repo, _) in makers.items():
+            (base / manager).mkdir()
+            repos[manager] = make_repo(base / manager, FIRST_PACKAGES)
         ansible_env = {
             "ANSIBLE_COLLECTIONS_PATH": str(ROOT / "collections"),
             "ANSIBLE_GATHERING": "explicit",
         }
         for n in range(repeats):  # interleaved: drift of the machine hits every side alike
-            for workload in CHOSEN:
+            for workload in chosen:
                 shape = WORKLOADS[workload]
+                manager = MANAGER.get(workload, "pacman")
                 for side in sides:
                     work = base / f"r{n}-{workload.replace(' ', '-')}-{side.split()[-1]}"
                     work.mkdir()
-                    env = make_env(work, repo)  # a fresh package root, untimed
+                    env = makers[manager][1](work, repos[manager])  # a fresh root, untimed
                     cs = work / "cs.yaml"
                     cs.write_text(yaml.safe_dump(first(work / "tree", **shape)))
-                    argv, extra = _side(side, bin_dir, cs, work, baseline)
+                    argv, extra = _side(side, bin_dir, cs, work, baseline, OS_ID[manager])
                     loads.append(_load())
                     wall, cpu = _timed(
                         [*env.prefix, *argv],
@@ -104,12 +141,12 @@ def main(bin_dir: Path, repeats: int) -> dict:
 
 
 def _side(
-    side: str, bin_dir: Path, cs: Path, work: Path, baseline: str | None
+    side: str, bin_dir: Path, cs: Path, work: Path, baseline: str | None, os_id: str
 ) -> tuple[list[str], dict[str, str]]:
     nm = str(bin_dir / "nodemanager")
     if side == "ansible-playbook":
         rendered = subprocess.run(
-            [nm, "render", "--os", "arch", "-f", str(cs)],
+            [nm, "render", "--os", os_id, "-f", str(cs)],
             capture_output=True,
             text=True,
             check=True,
@@ -119,8 +156,8 @@ def _side(
     if side == "nodemanager (baseline)":
         assert baseline
         env = {"PYTHONPATH": baseline, "NODEMANAGER_COLLECTIONS_PATH": str(ROOT / "collections")}
-        return [nm, "apply", "--os", "arch", "-f", str(cs)], env
-    return [nm, "apply", "--os", "arch", "-f", str(cs)], {}
+        return [nm, "apply", "--os", os_id, "-f", str(cs)], env
+    return [nm, "apply", "--os", os_id, "-f", str(cs)], {}
 
 
 def _timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:

@@ -39,6 +39,17 @@ from nodemanager.playbook.steps import Batch, Step
 BATCH_TASK = "nodemanager: {module} {state} list {n}"
 Unit = Batch | Step
 
+# Package modules whose names never share a list, and why: each name is its own task (the fast
+# path still answers converged names natively). Measured against the real program in
+# tests/integration/test_differential_apk.py.
+DECLINED: dict[str, str] = {
+    "community.general.apk": (
+        "an install script that fails leaves its package installed and marked broken, and "
+        "every later apk call then fails too: a failed list cannot be taken apart into what "
+        "each name's own task reports, and no dry run shows which script will fail"
+    ),
+}
+
 
 @dataclass
 class _Open:
@@ -56,7 +67,10 @@ class Batching:
 
 
 def plan(steps: Sequence[Step], manager: Manager) -> Batching:
-    """The units of ``steps`` (one module's, none converged), each batch at its first member."""
+    """The units of ``steps`` (one module's, none converged), each batch at its first member;
+    every step its own unit where the module's lists are declined (``DECLINED``)."""
+    if manager.module in DECLINED:
+        return Batching(list(steps), {})
     units: list[Unit | _Open] = []
     diffs: dict[str, str] = {}
     current: _Open | None = None

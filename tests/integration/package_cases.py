@@ -95,6 +95,32 @@ APT_CASES = [
     *(c for c in CASES if c.name not in PACMAN_ONLY),
     PackageCase("virtual", [{"name": "nmt-v0"}, {"name": "nmt-virt"}, {"name": "nmt-v3"}]),
 ]
+# apk and pkg: no groups; a name only provided (nmt-virt: apk keeps the name asked for in its
+# world, pkg has no such names and fails it); a package whose install script fails, last (apk
+# fails every later call while a package is broken, as on Alpine).
+SCRIPT_CASE = PackageCase("install-script", [{"name": "nmt-s0"}, {"name": "nmt-bad"}])
+APK_CASES = [
+    *(c for c in CASES if c.name not in {"group", "local-group", "provide"}),
+    PackageCase("virtual", [{"name": "nmt-v0"}, {"name": "nmt-virt"}, {"name": "nmt-v3"}]),
+    SCRIPT_CASE,
+]
+PKG_CASES = APK_CASES
+# The apk and pkg repositories: name -> (depends, provides, fails its install script).
+NATIVE: dict[str, tuple[tuple[str, ...], tuple[str, ...], bool]] = {
+    **{
+        n: ((), (), False)
+        for n in "nmt-i1 nmt-m1 nmt-x1 nmt-x2 nmt-x3 nmt-f1 nmt-f2 nmt-r1 nmt-r2 nmt-r3 nmt-l1 "
+        "nmt-l2 nmt-d2 nmt-q2 nmt-c3 nmt-v0 nmt-v3 nmt-s0 nmt-b0 nmt-b2".split()
+    },
+    "nmt-d1": (("nmt-d2",), (), False),
+    "nmt-q1": (("nmt-q2",), (), False),
+    "nmt-c1": (("nmt-c2",), (), False),
+    "nmt-c2": (("nmt-c3",), (), False),
+    "nmt-e1": (("nmtest-base",), (), False),
+    "nmt-b1": (("nmt-nodep",), (), False),
+    "nmt-v1": ((), ("nmt-virt",), False),
+    "nmt-bad": ((), (), True),
+}
 # Built into the repository: name -> (depends, groups).
 PACKAGES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     **{

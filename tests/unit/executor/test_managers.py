@@ -1,10 +1,11 @@
-"""Contracts of the package batches where the managers cannot run here.
+"""Contracts of the package batches.
 
-apk, pkg and dnf do not run on this Debian host, so these tests check what can be checked
-without them: the list task the fast path hands each module validates against that module's own
-argument_spec (ansible-core's validator, the spec read from the installed module), and the dry
-run readers against those tools' documented output. pacman and apt run for real in
-tests/integration/test_differential_packages.py and test_pacman.py.
+The list task the fast path hands each module validates against that module's own
+argument_spec (ansible-core's validator, the spec read from the installed module); dnf's dry run
+reader is checked against dnf's documented output (dnf does not run here); modules whose lists
+are declined get one task per name. pacman, apt, apk and pkg run for real in
+tests/integration/ (test_differential_packages.py, test_differential_apt.py,
+test_differential_apk.py, test_differential_pkgng.py).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from nodemanager.api import ConfigSet
 from nodemanager.desired.merge import merge
-from nodemanager.executor import managers
+from nodemanager.executor import batch, managers
 from nodemanager.executor.config import COLLECTIONS_PATH
 from nodemanager.playbook.build import build
 from nodemanager.playbook.render import module_of
@@ -99,26 +100,6 @@ def test_list_task_validates_against_the_modules_argument_spec(family, ensure):
     assert result.validated_parameters["name"] == ["vim", "git", "tmux"]
 
 
-def test_apk_dry_run_documented_output():
-    installing = "(1/2) Installing libfoo (1.2-r0)\n(2/2) Installing foo (1.0-r1)\nOK: 10 MiB\n"
-    assert list(managers._matched(managers.APK_EFFECT, installing.splitlines())) == [
-        "libfoo",
-        "foo",
-    ]
-    purging = "(1/1) Purging foo (1.0-r1)\nOK: 9 MiB in 19 packages\n"
-    assert list(managers._matched(managers.APK_EFFECT, purging.splitlines())) == ["foo"]
-
-
-def test_pkg_dry_run_documented_output():
-    text = (
-        "Checking integrity... done (0 conflicting)\n"
-        "The following 2 package(s) will be affected (of 0 checked):\n\n"
-        "New packages to be INSTALLED:\n\tfoo: 1.0 [FreeBSD]\n\tlibfoo: 2.1 [FreeBSD]\n\n"
-        "Number of packages to be installed: 2\n"
-    )
-    assert list(managers._matched(managers.PKG_EFFECT, text.splitlines())) == ["foo", "libfoo"]
-
-
 def test_dnf_transaction_documented_output():
     text = (
         "Dependencies resolved.\n" + "=" * 40 + "\n"
@@ -191,3 +172,35 @@ Depends On      : None
     assert managers._words(bash["Provides"]) == {"sh"} and bash["Replaces"] == "None"
     assert vim == {"Repository": "extra", "Name": "vim", "Depends On": "None"}
     assert managers._words(vim["Depends On"]) == set()
+
+
+@pytest.mark.parametrize("module", sorted(batch.DECLINED))
+def test_declined_modules_get_one_task_per_name(module):
+    """A module whose lists are declined (batch.DECLINED, with its reason) gets each name as
+    its own task, whatever the manager would answer: its answers are never asked."""
+
+    class Answers(managers.Manager):
+        def effect(self, name: str, state: str) -> managers.Effect | None:
+            raise AssertionError("a declined module's dry run is never asked")
+
+    Answers.module = module
+    family = next(f for f, m in FAMILIES.items() if m == module)
+    cs = ConfigSet.from_dict(
+        {"metadata": {"name": "c"}, "spec": {"packages": [{"name": n} for n in ("a", "b", "c")]}}
+    )
+    steps = build(merge([cs]), family, "n").tasks()
+    assert batch.plan(steps, Answers()).units == list(steps)
+    assert module in managers.MANAGERS and batch.DECLINED[module]
+
+
+def test_pkg_dry_run_output():
+    """pkg 2.8's own words (tests/integration/test_differential_pkgng.py runs it for real)."""
+    text = (
+        "Checking integrity... done (0 conflicting)\n"
+        "The following 2 package(s) will be affected (of 0 checked):\n\n"
+        "New packages to be INSTALLED:\n\tnmt-bad: 1.0\n\tnmtest-hello: 1.0\n\n"
+        "Installed packages to be UPGRADED:\n\tnmt-l1: 1.0 -> 1.1\n\n"
+        "Number of packages to be installed: 2\n"
+    )
+    found = managers._matched(managers.PKG_EFFECT, text.splitlines())
+    assert list(found or {}) == ["nmt-bad", "nmtest-hello", "nmt-l1"]
