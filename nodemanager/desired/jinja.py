@@ -65,3 +65,24 @@ def names_loaded(env: SandboxedEnvironment, template: str) -> frozenset[str]:
     except jinja2.TemplateSyntaxError:
         return frozenset()
     return frozenset(n.name for n in tree.find_all(jinja2.nodes.Name) if n.ctx == "load")
+
+
+def unreadable(
+    env: SandboxedEnvironment, template: str, data: frozenset[str]
+) -> list[tuple[int, str]]:
+    """Why ``template`` cannot render whatever the data: its syntax error, or each name it reads
+    that is neither in ``data``, a Jinja global, nor set by the template itself; (line, why).
+
+    Parsed only, never compiled (see ``names_loaded``)."""
+    try:
+        tree = env.parse(template)
+    except jinja2.TemplateSyntaxError as e:
+        return [(e.lineno, f"template syntax error: {e.message}")]
+    stored = {n.name for n in tree.find_all(jinja2.nodes.Name) if n.ctx in ("store", "param")}
+    known = {*data, *stored, *env.globals, "loop"}
+    out = []
+    for n in tree.find_all(jinja2.nodes.Name):
+        if n.ctx == "load" and n.name not in known:
+            out.append((n.lineno, f"{n.name!r} is undefined"))
+            known.add(n.name)  # once per name
+    return out

@@ -146,6 +146,14 @@ def render_file(f: File, data: TemplateData) -> Rendered:
     raise TemplateError(f.path, scrub(message, secrets.values()))
 
 
+def unreadable(template: str) -> list[tuple[int, str]]:
+    """(line, why) for each reason ``template`` fails to render on any node: syntax, or a name
+    other than the data (``node``, ``nodes``); empty when it may render."""
+    from nodemanager.desired import jinja
+
+    return jinja.unreadable(_env(), template, frozenset({"node", "nodes"}))
+
+
 @functools.lru_cache(maxsize=1024)
 def names_read(template: str) -> frozenset[str]:
     """The names a template loads (``node``, ``nodes``), from its parsed AST; a template that
