@@ -107,16 +107,27 @@ class _Builder:
             "create_only": f.create_only,
         }
         kind = FILE_FORMS[f.ensure]
-        if f.ensure == "file" and (f.content is not None or f.template is not None):
+        text = f.content if f.template is None else self.contents[f.path].text
+        if f.ensure == "file" and text:
             kind = "write"
-            text = f.content if f.content is not None else self.contents[f.path].text
             values["content"] = None if secret and not self.show_secrets else text
+            # Upstream chowns every file it writes, to root:root (root:wheel on FreeBSD) when
+            # the ConfigSet names no owner, and a changed owner runs the file's subscribers.
+            values["owner"] = f.owner or "root"
+            values["group"] = f.group or ("wheel" if self.family == "freebsd" else "root")
+        elif f.ensure == "file" and not f.create_only:
+            # Upstream writes no empty file (no content, "", or a template rendering nothing):
+            # none is created or emptied. createOnly asks for one, made empty when missing.
+            return []
         if secret:  # the task after it reports whether it changed (Ansible censors no_log)
             values["reported_by"] = REPORTED.format(task=self.name(r))
         steps = [self.step(r, kind, secret=secret, **common, **values)]
         if f.purge:
+            # Upstream counts a purged entry as changed, never the directory: an execution or
+            # service subscribed to the directory is not notified by a purge.
             label = f"purge {f.path}"
-            steps.append(self.step(r, "purge", label=label, keep=tuple(keep), **common))
+            purge = {**common, "notify": ()}
+            steps.append(self.step(r, "purge", label=label, keep=tuple(keep), **purge))
         return steps
 
     def user_service(self, r: Resource, s: Service) -> list[Step]:
