@@ -313,3 +313,26 @@ def test_paths_and_targets_keep_their_dollar_and_tilde():
         "file:/srv/a": "spec.files[1]: '$HOME' and '${HOME}' together: Ansible would expand "
         "one of them"
     }
+
+
+def test_a_purged_entry_notifies_its_own_subscribers_never_the_directorys():
+    """upstream handleFileSet appends each removed entry to changedFiles, not the directory."""
+    plan = plan_for(
+        {
+            "files": [
+                {"path": "/d", "ensure": "directory", "purge": True},
+                {"path": "/d/kept", "content": "k"},
+            ],
+            "executions": [
+                {"command": "/bin/a", "subscribe_files": ["/d"]},
+                {"command": "/bin/b", "subscribe_files": ["/d/stray", "/d/kept", "/d/sub/x"]},
+            ],
+        }
+    )
+    purges = [t for t in tasks(plan) if "nodemanager.core.purge" in t]
+    assert [p["nodemanager.core.purge"] for p in purges] == [
+        {"path": "/d", "keep": ["/d/kept"], "only": ["/d/stray"]},
+        {"path": "/d", "keep": ["/d/kept"]},
+    ]
+    assert purges[0]["notify"] == ["nodemanager changed /d/stray"]
+    assert "notify" not in purges[1]
