@@ -126,6 +126,20 @@ def _template(f: dict[str, Any], where: Path, report: _Report) -> None:
         report("changes", where, "gomplate translated to Jinja2")
 
 
+def _mode(mode: object, where: Path, report: _Report) -> None:
+    """Upstream parsed ``mode`` with Go's ParseUint(mode, 0, 32): without a leading 0 it is
+    decimal ("644" is 0o1204, of which chmod keeps 0204); here it is always octal."""
+    text = str(mode) if isinstance(mode, str | int) else ""
+    if text.isdigit() and not text.startswith("0") and int(text) > 7:
+        upstream = int(text) & 0o777
+        report(
+            "changes",
+            where,
+            f'"{text}" was decimal to upstream (mode {upstream:04o}); here it is octal '
+            f"0{text}: the file's mode changes at the first apply",
+        )
+
+
 def _selector_notes(doc: Mapping[str, Any], report: _Report) -> None:
     spec = doc.get("spec") or {}
     selector = spec.get("selector")
@@ -150,6 +164,7 @@ def _configset(doc: dict[str, Any], report: _Report) -> None:
     for i, f in enumerate(spec.get("files") or []):
         if isinstance(f, dict):
             _template(f, ("spec", "files", i, "template"), report)
+            _mode(f.get("mode"), ("spec", "files", i, "mode"), report)
         refs = (f or {}).get("secretRefs") or [] if isinstance(f, dict) else []
         for j, ref in enumerate(refs):
             if isinstance(ref, str) and "{{" in ref:

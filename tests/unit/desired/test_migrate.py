@@ -231,3 +231,18 @@ def test_migrate_on_the_command_line_prints_ours_and_the_report(tmp_path):
     assert flagged.exit_code == 1
     at = 1 + bad.read_text().splitlines().index("  - path: /x") + 1  # the next line: template
     assert f"edit: {bad}:{at}: ConfigSet b spec.files[0].template line 1:" in flagged.stderr
+
+
+def test_a_mode_without_leading_zero_is_reported_as_upstream_read_it():
+    """upstream GetFileModeFromString: strconv.ParseUint(mode, 0, 32), base 10 without a 0."""
+    cs = {
+        "apiVersion": "common.nodemanager/v1",
+        "kind": "ConfigSet",
+        "metadata": {"name": "m"},
+        "spec": {"files": [{"path": "/a", "mode": "644"}, {"path": "/b", "mode": "0644"}]},
+    }
+    (line,) = migrate([cs]).changes
+    assert line == (
+        'ConfigSet m spec.files[0].mode: "644" was decimal to upstream (mode 0204); here it is '
+        "octal 0644: the file's mode changes at the first apply"
+    )
