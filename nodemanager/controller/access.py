@@ -8,7 +8,7 @@ node, bound to the node's ServiceAccount. A rule with an empty ``resourceNames``
 request selects one object with ``fieldSelector=metadata.name=...``.
 
 Only labels a node cannot set on itself decide (``trusted``): a ConfigSet selecting on
-``nodemanager.io/os`` or ``kubernetes.io/arch`` still applies, but grants its references only
+``kubernetes.io/os`` or ``kubernetes.io/arch`` still applies, but grants its references only
 to nodes it selects through administrator-set labels or the node's name
 (``--trust-node-labels`` restores the old, spoofable behaviour).
 """
