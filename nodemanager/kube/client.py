@@ -33,15 +33,37 @@ def in_cluster() -> bool:
     )
 
 
+def _retries() -> Any:
+    """urllib3's default retries (3), except that a timed-out read ends the request at once: a
+    dropped idle connection is still retried, a server that never answers is not waited for
+    again and again."""
+    import urllib3
+    from urllib3.exceptions import MaxRetryError, ReadTimeoutError
+
+    class Retry(urllib3.Retry):
+        def increment(  # type: ignore[override]  # urllib3's own signature, untyped extras
+            self,
+            method: str | None = None,
+            url: str | None = None,
+            response: Any = None,
+            error: Exception | None = None,
+            _pool: Any = None,
+            _stacktrace: Any = None,
+        ) -> urllib3.Retry:
+            if isinstance(error, ReadTimeoutError):
+                raise MaxRetryError(_pool, url or "", error) from error
+            return super().increment(method, url, response, error, _pool, _stacktrace)
+
+    return Retry(3)
+
+
 def bounded(
     api: client.ApiClient, on_request: Callable[[str], None] | None = None
 ) -> client.ApiClient:
     """``api`` with a connect and read timeout on each request whose caller gave none, and
     without urllib3's retries of a timed-out read: a command against a server that accepts and
     never answers fails in about CONNECT_TIMEOUT + READ_TIMEOUT, not four times that."""
-    import urllib3
-
-    api.configuration.retries = urllib3.Retry(total=3, connect=3, read=0, redirect=3)
+    api.configuration.retries = _retries()
     pool = api.rest_client.pool_manager
     pool.connection_pool_kw["retries"] = api.configuration.retries
     request: Callable[..., Any] = api.rest_client.request
