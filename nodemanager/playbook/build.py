@@ -110,8 +110,10 @@ class _Builder:
             "create_only": f.create_only,
         }
         kind = FILE_FORMS[f.ensure]
-        text = f.content if f.template is None else self.contents[f.path].text
-        if f.ensure == "file" and text:
+        text = None
+        if f.ensure == "file":
+            text = f.content if f.template is None else self.contents[f.path].text
+        if text:
             kind = "write"
             values["content"] = None if secret and not self.show_secrets else text
             # Upstream chowns every file it writes, to root:root (root:wheel on FreeBSD) when
