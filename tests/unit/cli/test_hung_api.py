@@ -3,7 +3,7 @@ answers (a hung API server, a stuck proxy): one line, exit 1, in bounded time. B
 and `revoke` waited with no output until killed (issue 32: 400 s).
 
 The server is a real listening socket that accepts and then says nothing; the bound is
-$NODEMANAGER_REQUEST_TIMEOUT (2 s here, 5 s connect and 30 s read by default) per request,
+$NODEMANAGER_REQUEST_TIMEOUT (1 s here, 5 s connect and 30 s read by default) per request,
 with no retry of a timed-out read."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 
 from tests.unit.cli.test_errors import invoke, kubeconfig, one_line_error
 
-LIMIT = 2.0
+LIMIT = 1.0
 # Each command, once with the default limit pinned by the read timeout's value below.
 COMMANDS = {
     "token": ["token", "--hostname", "h"],
