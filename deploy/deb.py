@@ -35,12 +35,91 @@ NODEMANAGER_ARGS=""
 # The unit is not enabled at install: the agent needs `nodemanager bootstrap` first. An upgrade
 # restarts a running agent on the new file; removal stops it; purge takes what it made and
 # its enablement (the unit file is gone by then, so `systemctl disable` cannot).
+#
+# Over upstream nodemanager's layout (its deployment guide: a unit in /etc/systemd/system, which
+# shadows this package's in /lib, and its binary in /usr/local/bin, ahead of /usr/bin on PATH)
+# the package takes over: preinst refuses, before anything is unpacked, a unit whose ExecStart
+# carries flags it cannot move by itself, naming the step to take; postinst moves upstream's
+# unit and binary aside (<path>.upstream, the way back), enables this package's unit if the
+# old one was enabled and restarts it if it ran. The node's kubeconfig and state stay.
+UPSTREAM_UNIT = "/etc/systemd/system/nodemanager.service"
+GUIDE_ARGS = (  # ExecStart arguments the takeover carries over (the guide's; this project's)
+    "",
+    "--kubeconfig /etc/nodemanager/kubeconfig",
+    "--kubeconfig=/etc/nodemanager/kubeconfig",
+    "--kubeconfig /etc/nodemanager/kubeconfig $NODEMANAGER_ARGS",
+)
+_CASES = "|".join(f'"{a}"' for a in GUIDE_ARGS).replace("$", "\\$")
+SHADOW = f"""UNIT={UPSTREAM_UNIT}
+WANTS=/etc/systemd/system/multi-user.target.wants/nodemanager.service
+# The unit in /etc that shadows the packaged one: a regular file, not this package's own.
+shadowed() {{ [ -f "$UNIT" ] && ! [ -L "$UNIT" ]; }}
+exec_start() {{ sed -n 's/^ExecStart=//p' "$UNIT"; }}
+"""
 SCRIPTS = {
-    "postinst": """#!/bin/sh
+    "preinst": f"""#!/bin/sh
 set -e
-if [ "$1" = configure ] && [ -d /run/systemd/system ]; then
-    systemctl daemon-reload
-    systemctl try-restart nodemanager.service
+{SHADOW}
+if shadowed; then
+    start=$(exec_start)
+    binary=${{start%% *}}
+    args=$(echo "${{start#"$binary"}}" | sed 's/^ *//; s/ *$//')
+    case "$args" in
+        {_CASES}) ;;
+        *)
+            extra=$(echo "$args" | sed 's#--kubeconfig[= ]/etc/nodemanager/kubeconfig##; s/^ *//')
+            echo "nodemanager: $UNIT (upstream nodemanager's unit?) starts '$start';" \\
+                "the package cannot carry its flags over by itself. Move it aside and install" \\
+                "again: mv $UNIT $UNIT.upstream && systemctl daemon-reload; then set" \\
+                "NODEMANAGER_ARGS=\\"$extra\\" in /etc/default/nodemanager and run" \\
+                "systemctl enable --now nodemanager" >&2
+            exit 1
+            ;;
+    esac
+    if [ "$(exec_start | wc -l)" -ne 1 ] || exec_start | grep -q '\\\\$'; then
+        echo "nodemanager: $UNIT has more than one ExecStart line; move it aside and install" \\
+            "again: mv $UNIT $UNIT.upstream && systemctl daemon-reload" >&2
+        exit 1
+    fi
+fi
+""",
+    "postinst": f"""#!/bin/sh
+set -e
+{SHADOW}
+BIN=/usr/local/bin/nodemanager
+# upstream's agent is a Go binary (ELF); this project's agent file is a Python zipapp
+elf() {{ [ -f "$1" ] && [ "$(head -c 4 "$1" | od -An -c | tr -d ' ')" = '177ELF' ]; }}
+if [ "$1" = configure ]; then
+    running=no
+    if [ -d /run/systemd/system ] && systemctl is-active --quiet nodemanager.service; then
+        running=yes
+    fi
+    if shadowed; then
+        suffix=before-package
+        if [ "$(exec_start | sed 's/ .*//')" = "$BIN" ] && elf "$BIN"; then
+            suffix=upstream
+        fi
+        enabled=no
+        [ -L "$WANTS" ] && enabled=yes
+        mv "$UNIT" "$UNIT.$suffix"
+        echo "nodemanager: moved $UNIT (it shadowed the packaged unit) to $UNIT.$suffix" >&2
+        rm -f "$WANTS"
+        if [ "$enabled" = yes ]; then
+            ln -s /lib/systemd/system/nodemanager.service "$WANTS"
+        fi
+    fi
+    if elf "$BIN"; then
+        mv "$BIN" "$BIN.upstream"
+        echo "nodemanager: moved upstream's $BIN (ahead of /usr/bin on PATH) to $BIN.upstream" >&2
+    fi
+    if [ -d /run/systemd/system ]; then
+        systemctl daemon-reload
+        if [ "$running" = yes ]; then
+            systemctl restart nodemanager.service
+        else
+            systemctl try-restart nodemanager.service
+        fi
+    fi
 fi
 """,
     "prerm": """#!/bin/sh

@@ -91,6 +91,7 @@ class Options:
     # reconciles that cannot complete for longer fail /healthz; 0: never
     reconcile_failing_timeout: float = 300.0
     backup_max_age: float | None = 30 * 86400.0  # None: keep file backups forever
+    filebucket_path: str | None = None  # upstream's file backups; None: <state_dir>/filebucket
     reboot_command: list[str] | None = None  # after an upgrade that needs one; None: the host's
     drain_timeout: float = 600.0  # seconds a drain before an upgrade may take
     notify_on_change: bool = False  # also notified-at/-by whenever a ConfigSet changed the host
@@ -188,6 +189,7 @@ class Daemon:
             host=HostFeatures(
                 opts.state_dir,
                 backup_max_age=opts.backup_max_age,
+                filebucket=opts.filebucket_path,
                 locks=GroupLocks(self.slots.locker("lock_group"), wait=self.stop.wait),
                 upgrader=self.upgrader,
                 # upstream kept the WireGuard key in this Secret: adopted once, then the file

@@ -141,13 +141,14 @@ class HostFeatures:
         state_dir: str,
         *,
         backup_max_age: float | None = None,
+        filebucket: str | None = None,
         locks: GroupLocks | None = None,
         upgrader: Upgrader | None = None,
         adopt_key: Callable[[str], str | None] | None = None,
     ):
         self.upgrader = upgrader  # spec.upgrade: status.lastUpgrade, the Upgrading condition
         self.locks = locks  # services[].lock_group; None without a cluster
-        self.backups = BackupStore(state_dir)
+        self.backups = BackupStore(state_dir, filebucket=filebucket)
         self.secret_fed = SecretFed(state_dir)
         self.keys = KeyStore(state_dir, adopt_key)
         self.backup_max_age = backup_max_age

@@ -28,13 +28,12 @@ def identify(
 ) -> NodeIdentity:
     """This host's identity; ``os_id`` pretends another OS (``render --os arch`` on Debian).
 
-    ``kubernetes.io/os`` follows the os-release ID for FreeBSD, so pretending FreeBSD on Linux
-    (and the agent on FreeBSD) both label the node ``freebsd``."""
+    ``kubernetes.io/os`` is the os-release ID (upstream's value), so pretending an OS labels
+    the node as that OS's agent would."""
     release = osinfo.read_os_release()
     if os_id:
         release = osinfo.OsRelease(id=os_id, version_id="", pretty_name=os_id, id_like=())
     name = hostname or host_labels.hostname()
-    system = "freebsd" if release.id == "freebsd" else osinfo.kube_os()
-    labels = host_labels.node_labels(name, release, osinfo.kube_arch(), system, custom or {})
+    labels = host_labels.node_labels(name, release, osinfo.machine(), custom or {})
     family = platforms.family_or_unsupported(release.id, release.id_like)
     return NodeIdentity(name, labels, family)

@@ -1,7 +1,7 @@
 """The labels the agent manages come back as soon as its watch sees them changed.
 
 The admission policy only lets a node set values that can be true of it, but an administrator
-(or a stale tool) can still change ``kubernetes.io/hostname`` or ``nodemanager.io/os``, and
+(or a stale tool) can still change ``kubernetes.io/hostname`` or ``kubernetes.io/os``, and
 ConfigSets select on them. Waiting for an agent restart would leave the node selected wrongly,
 so every reconcile compares and restores.
 """

@@ -58,19 +58,27 @@ def _own_claims(
 
 
 def node_kubeconfig(
-    kubeconfig: str, hostname: str, namespace: str, seconds: int, context: str | None = None
+    kubeconfig: str,
+    hostname: str,
+    namespace: str,
+    seconds: int,
+    context: str | None = None,
+    revoke_earlier: bool = False,
 ) -> tuple[str, float]:
     """A kubeconfig (YAML text) for the node's account, requested with ``kubeconfig``'s
     credentials; and the token's lifetime in seconds as granted.
 
-    With an administrator's credential the binding Secret is re-created first (revoking every
-    earlier token of the node); with the node's own, the new token shares its binding."""
+    With an administrator's credential the token is bound to the node's binding Secret (made
+    when missing), so a running agent keeps its credential and `token` is safe to re-run as
+    upstream documents; ``revoke_earlier`` re-creates that Secret first, revoking every earlier
+    token of the node. With the node's own, the new token shares its binding."""
     server, ca = tokens.cluster_of(kubeconfig, context)
     own = _own_claims(kubeconfig, namespace, hostname, context)
     api = tokens.client_for(kubeconfig, context)
     try:
         if own is None:
-            uid = tokens.renew_binding_secret(
+            make = tokens.renew_binding_secret if revoke_earlier else tokens.binding_secret_uid
+            uid = make(
                 api,
                 namespace,
                 binding_secret(hostname),

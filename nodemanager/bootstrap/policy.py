@@ -57,7 +57,8 @@ MAX_CSR_REQUEST = 4096  # bytes; controller/csrapprove.py MAX_REQUEST_BYTES
 # Lease and the controller would never lead; the prefix is kept for the project's own Leases.
 RESERVED_PREFIX = "nodemanager-"
 RESERVED_NAMES = ("nodemanager-controller",)
-KUBE_OS = ("linux", "freebsd")
+# os-release(5): ID is lower-case letters, digits, ".", "_" and "-" (upstream's kubernetes.io/os).
+OS_ID_RE2 = "^[a-z0-9._-]+$"
 
 ME = "'system:serviceaccount:' + request.namespace + ':nodemanager-'"
 # The same node through its client certificate (bootstrap --certificate).
@@ -205,7 +206,6 @@ def managednode_policy() -> list[dict[str, Any]]:
         "(request.operation == 'UPDATE' && has(oldObject.metadata.labels)"
         " ? oldObject.metadata.labels : {})"
     )
-    kube_os = "[" + ", ".join(f"'{o}'" for o in KUBE_OS) + "]"
     return _policy(
         POLICY,
         [_rule(GROUP, ["managednodes", "managednodes/status"], ["CREATE", "UPDATE"])],
@@ -246,8 +246,9 @@ def managednode_policy() -> list[dict[str, Any]]:
             },
             {
                 "expression": f"!('kubernetes.io/os' in {labels}) || "
-                f"{labels}['kubernetes.io/os'] in {kube_os}",
-                "message": "label kubernetes.io/os must be one of " + ", ".join(KUBE_OS),
+                f"{labels}['kubernetes.io/os'].matches('{OS_ID_RE2}')",
+                "message": "label kubernetes.io/os must be an os-release ID (a-z, 0-9, '.', '_', "
+                "'-')",
             },
             {
                 "expression": _text_rules(),

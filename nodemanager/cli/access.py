@@ -129,21 +129,36 @@ def _ttl(text: str, flag: str) -> int:
     "--ttl",
     default="1h",
     show_default=True,
-    help="Lifetime of the temporary credential (at most 720h). Revokes the node's earlier tokens.",
+    help="Lifetime of the temporary credential (at most 720h).",
 )
 @click.option(
     "--out",
     type=click.Path(dir_okay=False),
     help="Write the kubeconfig here (0600, atomically) instead of stdout.",
 )
+@click.option(
+    "--revoke-earlier",
+    is_flag=True,
+    help="Revoke every earlier token of the node first (a running agent's too: it stops "
+    "until bootstrapped again). Without it, re-running `token` cuts nobody off.",
+)
 def token(
-    hostname: str, kubeconfig: str, context: str | None, namespace: str, ttl: str, out: str | None
+    hostname: str,
+    kubeconfig: str,
+    context: str | None,
+    namespace: str,
+    ttl: str,
+    out: str | None,
+    revoke_earlier: bool,
 ) -> None:
-    """Issue a short-lived bootstrap kubeconfig for a node; every earlier token of it is revoked."""
+    """Issue a short-lived bootstrap kubeconfig for a node. Safe to re-run: earlier tokens stay
+    valid unless --revoke-earlier (or `revoke`)."""
     from nodemanager.bootstrap.credentials import node_kubeconfig, write_kubeconfig
 
     seconds = _ttl(ttl, "--ttl")
-    text, granted = node_kubeconfig(kubeconfig, hostname, namespace, seconds, context)
+    text, granted = node_kubeconfig(
+        kubeconfig, hostname, namespace, seconds, context, revoke_earlier
+    )
     if out:
         write_kubeconfig(out, text)
         click.echo(f"wrote {out} (valid {granted / 3600:.2f} h)", err=True)

@@ -77,6 +77,13 @@ def run_options(f: F) -> F:
             help="File backups older than this are removed with each drift check; 0 keeps all.",
         ),
         click.option(
+            "--filebucket-path",
+            default=None,
+            help="Upstream nodemanager's file backups (its -configset.file-bucket.path), listed "
+            "and restored by `restore`, collected by --backup-max-age. [default: "
+            "<state-dir>/filebucket, upstream's default]",
+        ),
+        click.option(
             "--reboot-command",
             default="",
             help="Run this (split on spaces) to reboot after an upgrade that needs it "
@@ -169,6 +176,7 @@ def run(
     reconcile_timeout: str,
     reconcile_failing_timeout: str,
     backup_max_age: str,
+    filebucket_path: str | None,
     reboot_command: str,
     drain_timeout: str,
     notify_on_change: bool,
@@ -215,6 +223,7 @@ def run(
         backup_max_age=duration(backup_max_age, "--backup-max-age")
         if backup_max_age != "0"
         else None,
+        filebucket_path=filebucket_path,
         peer_min_interval=duration(peer_min_interval, "--peer-min-interval"),
         reconcile_timeout=duration(reconcile_timeout, "--reconcile-timeout"),
         reconcile_failing_timeout=duration(

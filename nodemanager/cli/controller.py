@@ -43,7 +43,8 @@ from nodemanager.cli.options import api_options, duration
     "--trust-node-labels",
     is_flag=True,
     help="Grant Secret/ConfigMap references through the labels nodes set on themselves "
-    "(kubernetes.io/os, kubernetes.io/arch, nodemanager.io/os): any node can then claim them.",
+    "(kubernetes.io/os, kubernetes.io/arch; nodemanager.io/os from earlier agents): any node "
+    "can then claim them.",
 )
 @click.option(
     "--disruption-grant-timeout",

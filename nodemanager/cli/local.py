@@ -40,14 +40,24 @@ def _local_plan(
         click.echo(f"error: {resource}: {message}", err=True)
     for conflict in local.desired.conflicts:
         click.echo(f"conflict: {conflict.message()}; applied from neither", err=True)
-    from nodemanager.api import Execution
+    from nodemanager.api import Execution, File
 
     for r in local.desired.resources:
         spec = r.spec
+        where = f"{r.configsets[0]} {r.fields[0] if r.fields else ''}"
         if isinstance(spec, Execution) and not (spec.subscribe_files or spec.on_every_apply):
             click.echo(
-                f"note: {r.configsets[0]} {r.fields[0] if r.fields else ''}: no subscribe_files, "
-                "so it never runs (as upstream); onEveryApply: true runs it on every apply",
+                f"note: {where}: no subscribe_files, so it never runs (as upstream); "
+                "onEveryApply: true runs it on every apply",
+                err=True,
+            )
+        if (
+            isinstance(spec, File)
+            and spec.ensure == "file"
+            and not (spec.template or spec.content or spec.create_only)
+        ):
+            click.echo(
+                f"note: {where}: {spec.path} has no content, so it is left alone (as upstream)",
                 err=True,
             )
     if not local.loaded.snapshot.configsets and not local.load_errors:
@@ -255,12 +265,20 @@ def apply(
 @click.option("--hash", "sha", help="sha256 (or a unique prefix) of the version to restore.")
 @click.option("--list", "list_", is_flag=True, help="List the saved versions instead.")
 @click.option("--state-dir", default="/var/lib/nodemanager", show_default=True)
-def restore(path: str, sha: str | None, list_: bool, state_dir: str) -> None:
-    """Put back a version of PATH that the agent saved before replacing or removing it
-    (the newest by default). What PATH holds now is saved first."""
+@click.option(
+    "--filebucket-path",
+    help="Upstream nodemanager's file backups (its -configset.file-bucket.path), read beside "
+    "ours.  [default: <state-dir>/filebucket]",
+)
+def restore(
+    path: str, sha: str | None, list_: bool, state_dir: str, filebucket_path: str | None
+) -> None:
+    """Put back a version of PATH that the agent (or upstream's, from its filebucket) saved
+    before replacing or removing it (the newest by default). What PATH holds now is saved
+    first."""
     from nodemanager.host.backups import BackupError, BackupStore
 
-    store = BackupStore(state_dir)
+    store = BackupStore(state_dir, filebucket=filebucket_path)
     path = os.path.abspath(path)
     try:
         if list_:

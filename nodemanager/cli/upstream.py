@@ -44,6 +44,7 @@ UPSTREAM: dict[str, Flag] = {
     "managednode.drain-timeout": Flag("--drain-timeout"),
     "configset.reconcile-period": Flag("--drift-check-interval"),
     "configset.file-bucket.max-age": Flag("--backup-max-age"),
+    "configset.file-bucket.path": Flag("--filebucket-path"),
     # Accepted and ignored: no meaning here, or ours always on (README says which).
     "config.file": _VALUE,
     "config.expand-env": _BOOL,
@@ -53,7 +54,6 @@ UPSTREAM: dict[str, Flag] = {
     "gomplate-path": _VALUE,
     "managednode.forgiveness-period": _VALUE,
     "configset.file-bucket.enabled": _BOOL,
-    "configset.file-bucket.path": _VALUE,
     "configset.file-bucket.max-file-size-bytes": _VALUE,
     "locker.backoff-min-period": _VALUE,
     "locker.backoff-max-period": _VALUE,

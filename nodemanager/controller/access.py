@@ -8,7 +8,7 @@ node, bound to the node's ServiceAccount. A rule with an empty ``resourceNames``
 request selects one object with ``fieldSelector=metadata.name=...``.
 
 Only labels a node cannot set on itself decide (``trusted``): a ConfigSet selecting on
-``nodemanager.io/os`` or ``kubernetes.io/arch`` still applies, but grants its references only
+``kubernetes.io/os`` or ``kubernetes.io/arch`` still applies, but grants its references only
 to nodes it selects through administrator-set labels or the node's name
 (``--trust-node-labels`` restores the old, spoofable behaviour).
 """
@@ -21,7 +21,7 @@ from typing import Any
 from nodemanager.api import ConfigSet, nodeuser
 from nodemanager.controller.effects import Outcome, Write
 from nodemanager.desired.select import matches
-from nodemanager.host.labels import MANAGED_KEYS
+from nodemanager.host.labels import MANAGED_KEYS, RETIRED_KEYS
 
 READ = ["get", "list", "watch"]
 MANAGED_BY = {
@@ -41,8 +41,9 @@ def service_account(node: str) -> str:
 
 # Labels the agent sets on its own ManagedNode: the admission policy pins kubernetes.io/hostname
 # to the node's name, but the rest are whatever the host says, so a compromised host could
-# select itself into another host's ConfigSets. Grants are decided without them.
-SELF_REPORTED = tuple(k for k in MANAGED_KEYS if k != "kubernetes.io/hostname")
+# select itself into another host's ConfigSets. Grants are decided without them (nor the ones
+# earlier agents set: their values were the host's word too).
+SELF_REPORTED = tuple(k for k in MANAGED_KEYS if k != "kubernetes.io/hostname") + RETIRED_KEYS
 SELF_PREFIX = "agent.nodemanager.io/"
 
 

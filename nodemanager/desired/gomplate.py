@@ -25,6 +25,8 @@ _TOKEN = re.compile(r'(\s*)("(?:[^"\\]|\\.)*"|\(|\)|\||\[[^\]]*\]|[^\s()|\[]+)')
 _GLUED = "\x01"  # marks a field or [key] written right after the term before it
 _ROOT = {"Node": "node", "Nodes": "nodes"}
 _NAMES = {"IPv4": "ipv4", "IPv6": "ipv6", "SSHHostKeys": "sshHostKeys", "ConfigMaps": "configmaps"}
+# API fields that are maps (Go ranges over their values, sorted by key)
+_MAPS = frozenset({"interfaces", "labels", "secrets", "configmaps", "fileBackups"})
 _BINARY = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 
@@ -57,7 +59,12 @@ def _path(text: str, scope: _Scope, test: bool) -> str:
     """``.A.B``, ``$v.A`` or ``(ds "data")``-rooted paths in Jinja2."""
     if text.startswith("$"):
         var, _, rest = text[1:].partition(".")
-        base, parts = (var or "_"), [p for p in rest.split(".") if p]
+        if not var:  # gomplate's own context, not the data: upstream rendered nothing useful
+            raise Untranslatable(
+                "'$' is gomplate's root context, not the data (upstream printed no value): "
+                "name the range element instead"
+            )
+        base, parts = var, [p for p in rest.split(".") if p]
     elif text.startswith("."):
         parts = [p for p in text.split(".") if p]
         if not scope.dots:
@@ -81,7 +88,7 @@ def _term(tokens: list[str], scope: _Scope, test: bool) -> str:
         tokens.pop(0)
         scope.depth -= 1
         value = inner
-    elif tok.startswith('"') or re.fullmatch(r"-?[0-9.]+|true|false", tok):
+    elif tok.startswith('"') or re.fullmatch(r"-?[0-9]+(\.[0-9]+)?|true|false", tok):
         return {"true": "true", "false": "false"}.get(tok, tok)
     else:
         value = _path(tok, scope, test)
@@ -178,8 +185,15 @@ def _expr(text: str, scope: _Scope, test: bool = False) -> str:
     return _pipeline(_tokens(text), scope, test)
 
 
+def _tail(collection: str) -> str:
+    """The last field of a translated path: ``n.status.get("interfaces")`` -> interfaces."""
+    last = collection.rsplit(".", 1)[-1]
+    quoted = re.fullmatch(r'get\("(\w+)"\)', last)
+    return quoted.group(1) if quoted else last.split("(")[0]
+
+
 def _element(collection: str, depth: int) -> str:
-    tail = collection.rsplit(".", 1)[-1].split("(")[0]
+    tail = _tail(collection)
     return {"nodes": "n", "sshHostKeys": "k", "wireGuard": "wg"}.get(tail, f"x{depth}")
 
 
@@ -190,11 +204,14 @@ def _statement(body: str, scope: _Scope) -> str:
         if ":=" in rest:
             raise Untranslatable("range with variables ($i, $v := ...)")
         collection = _expr(rest, scope, test=rest.strip().startswith((".", "$")))
+        is_map = _tail(collection) in _MAPS
         if collection.endswith('")'):  # a status key: absent means nothing to range over
-            collection = collection[:-1] + ", [])"
+            collection = collection[:-1] + (", {})" if is_map else ", [])")
         name = _element(collection, len(scope.dots))
         scope.dots.append(name)
         scope.blocks.append("for")
+        if is_map:  # Go ranges over a map's values in key order; Jinja would give the keys
+            return f"% for _, {name} in ({collection}) | dictsort %"
         return f"% for {name} in {collection} %"
     if word == "if":
         scope.blocks.append("if")
@@ -234,12 +251,23 @@ def _actions(template: str) -> Iterator[tuple[int, int, str, bool, bool]]:
         pos = end + 2
 
 
+def _literal(text: str) -> str:
+    """Text outside actions, kept literal: ``{%`` and ``{#`` are gomplate text but Jinja2 syntax."""
+    if "{%" not in text and "{#" not in text:
+        return text
+    return (
+        "{% raw %}"
+        + text.replace("{% endraw %}", "{% endraw %}{{ '{% endraw %}' }}{% raw %}")
+        + "{% endraw %}"
+    )
+
+
 def translate(template: str) -> Translation:
     """The Jinja2 for a gomplate ``template``; problems name each action left untranslated."""
     scope, out, problems, pos = _Scope(), [], [], 0
     line, counted = 1, 0  # line numbers counted as the scan goes: linear in the text
     for n, (start, end, body, trim_left, trim_right) in enumerate(_actions(template)):
-        out.append(template[pos:start])
+        out.append(_literal(template[pos:start]))
         pos = end
         line += template.count("\n", counted, start)
         counted = start
@@ -255,7 +283,7 @@ def translate(template: str) -> Translation:
             continue
         left, right = ("-" if trim_left else ""), ("-" if trim_right else "")
         out.append("{" + stmt[0] + left + " " + stmt[1:-1].strip() + " " + right + stmt[-1] + "}")
-    out.append(template[pos:])
+    out.append(_literal(template[pos:]))
     if scope.blocks:
         problems.append(f"{len(scope.blocks)} range/if without end")
     return Translation("".join(out), problems)

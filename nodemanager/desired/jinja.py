@@ -61,3 +61,27 @@ def names_lexed(env: SandboxedEnvironment, template: str) -> frozenset[str]:
     """The name tokens of a template, from Jinja's lexer (iterative: no recursion, no parse);
     raises TemplateSyntaxError when it does not lex."""
     return frozenset(value for _, kind, value in env.lex(template) if kind == "name")
+
+
+def unreadable(
+    env: SandboxedEnvironment, template: str, data: frozenset[str]
+) -> list[tuple[int, str]]:
+    """Why ``template`` cannot render whatever the data: its syntax error, or each name it reads
+    that is neither in ``data``, a Jinja global, nor set by the template itself; (line, why).
+
+    Parsed only, never compiled (code generation folds constants in this process); a parse
+    that recurses too deep is an answer too, not a crash."""
+    try:
+        tree = env.parse(template)
+    except jinja2.TemplateSyntaxError as e:
+        return [(e.lineno, f"template syntax error: {e.message}")]
+    except RecursionError:
+        return [(1, "template nested too deeply to parse")]
+    stored = {n.name for n in tree.find_all(jinja2.nodes.Name) if n.ctx in ("store", "param")}
+    known = {*data, *stored, *env.globals, "loop"}
+    out = []
+    for n in tree.find_all(jinja2.nodes.Name):
+        if n.ctx == "load" and n.name not in known:
+            out.append((n.lineno, f"{n.name!r} is undefined"))
+            known.add(n.name)  # once per name
+    return out

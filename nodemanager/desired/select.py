@@ -5,12 +5,11 @@ semantics; without it the ConfigSet's own labels are the selector (every label p
 on the node) and a ConfigSet without labels matches nothing, so an unlabelled object is never
 applied to every host by accident.
 
-Upstream's values select too. Upstream nodemanager wrote ``kubernetes.io/os`` as the os-release
-ID (``arch``) and ``kubernetes.io/arch`` as the machine (``x86_64``); the agent writes kubelet's
-values (``linux``, ``amd64``). So that every upstream ConfigSet keeps selecting the same nodes
-with no edit, a node *carries* both values of those two keys: kubelet's, and upstream's (the
-os-release ID from ``nodemanager.io/os``, the machine names of its architecture). Only
-equality-style matches see the aliases (``In``, ``NotIn``, labels); ``Exists`` is unchanged.
+One value per label, compared for equality, as Kubernetes and upstream's agent do. The node's
+own labels carry upstream's values (host/labels.py), so a ConfigSet selects on this agent exactly
+the hosts it selected on upstream's. (Earlier a node answered to kubelet's value and upstream's
+alike, ``linux`` and ``arch``, ``amd64`` and ``x86_64``: that widened selection across
+operating systems and architectures, and was removed.)
 """
 
 from __future__ import annotations
@@ -20,40 +19,23 @@ from typing import Any
 
 from nodemanager.api import ConfigSet, InvalidObject, LabelSelector, Requirement
 
-OS_KEY, ARCH_KEY, OS_ID_KEY = "kubernetes.io/os", "kubernetes.io/arch", "nodemanager.io/os"
 MAX_SHOWN = 10
-KUBE_OS = frozenset({"linux", "freebsd"})
-# kubelet's architecture -> the ``uname -m`` names upstream wrote for it (FreeBSD says amd64).
-UPSTREAM_MACHINES: Mapping[str, tuple[str, ...]] = {
-    "amd64": ("x86_64",),
-    "arm64": ("aarch64",),
-    "arm": ("armv7l", "armv6l"),
-}
 
 
 def carried(labels: Mapping[str, str], key: str) -> frozenset[str]:
-    """The values a node with ``labels`` answers to for ``key`` (empty: it lacks the key)."""
-    if key not in labels:
-        return frozenset()
-    value = labels[key]
-    if key == OS_KEY and value in KUBE_OS and labels.get(OS_ID_KEY):
-        return frozenset({value, labels[OS_ID_KEY]})
-    if key == ARCH_KEY and value in UPSTREAM_MACHINES:
-        return frozenset({value, *UPSTREAM_MACHINES[value]})
-    return frozenset({value})
+    """The values a node with ``labels`` answers to for ``key``: its one value, or none."""
+    return frozenset({labels[key]}) if key in labels else frozenset()
 
 
 def _has(labels: Mapping[str, str], key: str, value: str) -> bool:
-    if labels.get(key) == value:  # the common case, without building the alias set
-        return True
-    return key in (OS_KEY, ARCH_KEY) and value in carried(labels, key)
+    return labels.get(key) == value
 
 
 def requirement_matches(req: Requirement, labels: Mapping[str, str]) -> bool:
     if req.operator == "In":
-        return bool(carried(labels, req.key) & set(req.values))
+        return req.key in labels and labels[req.key] in req.values
     if req.operator == "NotIn":
-        return not carried(labels, req.key) & set(req.values)
+        return not (req.key in labels and labels[req.key] in req.values)
     if req.operator == "Exists":
         return req.key in labels
     if req.operator == "DoesNotExist":

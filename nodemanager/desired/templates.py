@@ -149,6 +149,14 @@ def render_file(f: File, data: TemplateData) -> Rendered:
     raise TemplateError(f.path, scrub(message, secrets.values()))
 
 
+def unreadable(template: str) -> list[tuple[int, str]]:
+    """(line, why) for each reason ``template`` fails to render on any node: syntax, or a name
+    other than the data (``node``, ``nodes``); empty when it may render."""
+    from nodemanager.desired import jinja
+
+    return jinja.unreadable(_env(), template, frozenset({"node", "nodes"}))
+
+
 # The names of the data that templates may read and that a cache key must then include.
 DATA_NAMES = frozenset({"node", "nodes"})
 _DATA_WORD = re.compile(r"(?<![\w])(nodes?)(?![\w])")

@@ -77,7 +77,7 @@ def _absent(step: Step) -> Verdict:
 def _purge(step: Step) -> Verdict:
     """No undeclared non-directory entry directly in the directory (nodemanager.core.purge's
     rule, upstream's: subdirectories are never purged)."""
-    if not all(plain_path(k) for k in step.keep):
+    if not all(plain_path(k) for k in (*step.keep, *step.only)):
         return None
     if os.path.islink(step.path):
         return None
@@ -85,7 +85,12 @@ def _purge(step: Step) -> Verdict:
         return True  # the module, too, reports no change for a missing directory
     keep = set(step.keep)
     with os.scandir(step.path) as entries:
-        return all(e.is_dir(follow_symlinks=False) or e.path in keep for e in entries)
+        return all(
+            e.is_dir(follow_symlinks=False)
+            or e.path in keep
+            or (step.only and e.path not in step.only)
+            for e in entries
+        )
 
 
 def _systemd_service(step: Step) -> Verdict:

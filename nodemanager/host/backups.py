@@ -10,6 +10,10 @@ Layout under ``<state_dir>/backups`` (directories 0700, files 0600, atomic write
 Backups of Secret-fed files stay here like any other and are marked ``secret``: the agent leaves
 them out of ``status.fileBackups``, because even a digest of a short secret can be guessed.
 Garbage collection drops versions older than a maximum age and then every unreferenced blob.
+
+Upstream's filebucket (``host/filebucket.py``, by default ``<state_dir>/filebucket``, where
+upstream's default path lies in ours) is read beside: its versions are listed and restored with
+ours, and collected by the same maximum age.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from nodemanager.fsutil import write_atomic
+from nodemanager.host.filebucket import Entry, UpstreamBucket
 
 _HEX = frozenset("0123456789abcdef")
 
@@ -57,11 +62,21 @@ def _name(lookup: Callable[[int], object], id_: int) -> str:
         return ""
 
 
+def _from_upstream(e: Entry) -> Version:
+    return Version(e.sha256, e.saved_at, e.mode, e.uid, e.gid, e.owner, e.group)
+
+
 class BackupStore:
-    def __init__(self, state_dir: str | os.PathLike[str], clock: Callable[[], float] = time.time):
+    def __init__(
+        self,
+        state_dir: str | os.PathLike[str],
+        clock: Callable[[], float] = time.time,
+        filebucket: str | os.PathLike[str] | None = None,
+    ):
         self.dir = Path(state_dir) / "backups"
         self.index_path = self.dir / "index.json"
         self.clock = clock
+        self.upstream = UpstreamBucket(filebucket or Path(state_dir) / "filebucket")
 
     # -- the index ---------------------------------------------------------------------------
 
@@ -129,7 +144,11 @@ class BackupStore:
     # -- reading -----------------------------------------------------------------------------
 
     def versions(self, path: str) -> list[Version]:
-        return list(self._load().get(path, []))
+        """Ours and upstream's saved versions of ``path``, oldest first."""
+        theirs = [_from_upstream(e) for e in self.upstream.entries() if e.path == path]
+        if not theirs:
+            return list(self._load().get(path, []))
+        return sorted([*self._load().get(path, []), *theirs], key=lambda v: v.saved_at)
 
     def index(self) -> dict[str, list[Version]]:
         """Every path with its saved versions, oldest first."""
@@ -158,13 +177,15 @@ class BackupStore:
                 )
             (version,) = found.values()
         try:
-            data = self._blob(version.sha256).read_bytes()
+            blob = self._blob(version.sha256)
+            if not blob.exists():
+                blob = self.upstream.blob(version.sha256)
+            data = blob.read_bytes()
         except FileNotFoundError as e:
             raise BackupError(f"{path}: the content of {version.sha256[:12]} is gone") from e
         if hashlib.sha256(data).hexdigest() != version.sha256:
             raise BackupError(f"{path}: the content of {version.sha256[:12]} is damaged")
-        current = self.versions(path)
-        self.save([(path, version.secret or any(v.secret for v in current))])
+        self.save([(path, version.secret or any(v.secret for v in versions))])
         # Private until owned right: a chown clears setuid/setgid, so the mode comes last, and a
         # setuid file never exists owned by whoever runs the restore.
         write_atomic(path, data, mode=0o600)
@@ -177,18 +198,18 @@ class BackupStore:
     # -- garbage collection ------------------------------------------------------------------
 
     def gc(self, max_age: float) -> int:
-        """Drop versions saved more than ``max_age`` seconds ago and blobs no version refers to;
-        the number of blobs removed."""
+        """Drop versions saved more than ``max_age`` seconds ago and blobs no version refers to,
+        and upstream's blobs older than that; the number of blobs removed."""
+        removed = self.upstream.gc(max_age, self.clock())
         index = self._load()
         horizon = self.clock() - max_age
         kept = {p: [v for v in vs if v.saved_at >= horizon] for p, vs in index.items()}
         if kept != index:
             self._save(kept)
         live = {v.sha256 for vs in kept.values() for v in vs}
-        removed = 0
         blobs = self.dir / "blobs"
         if not blobs.is_dir():
-            return 0
+            return removed
         for sub in blobs.iterdir():
             for blob in sub.iterdir():
                 if blob.name not in live and not blob.name.startswith("."):

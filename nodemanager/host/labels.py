@@ -1,4 +1,13 @@
-"""The labels the agent writes on its ManagedNode, and parsing of custom labels."""
+"""The labels the agent writes on its ManagedNode, and parsing of custom labels.
+
+The values are upstream nodemanager's (``pkg/common/labels DefaultLabels``), one per key:
+``kubernetes.io/os`` is the os-release ``ID`` (``arch``, ``debian``, ``freebsd``) and
+``kubernetes.io/arch`` the machine as ``uname -m`` prints it (``x86_64`` on Linux, ``amd64`` on
+FreeBSD). A host moved from upstream's agent keeps the labels it had, so every ConfigSet selects
+exactly the hosts it selected before and a template reading them renders the same text.
+``nodemanager.io/os`` is not written: upstream never wrote it (its getting-started shows it,
+its agent does not), so a ConfigSet selecting on it stayed inert and must stay inert.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +21,9 @@ MANAGED_KEYS = (
     "kubernetes.io/hostname",
     "kubernetes.io/os",
     "kubernetes.io/arch",
-    "nodemanager.io/os",
 )
+# Written by earlier versions of this agent; never written now, and left as it is on a node.
+RETIRED_KEYS = ("nodemanager.io/os",)
 
 
 def hostname() -> str:
@@ -36,15 +46,15 @@ def parse_label_args(text: str) -> dict[str, str]:
 
 
 def node_labels(
-    hostname: str, os_release: OsRelease, arch: str, system: str, custom: Mapping[str, str] = {}
+    hostname: str, os_release: OsRelease, machine: str, custom: Mapping[str, str] = {}
 ) -> dict[str, str]:
+    """The node's labels: upstream's three, one value each, then ``custom``."""
     for key in custom:
         if key in MANAGED_KEYS:
             raise ValueError(f"label {key!r} is managed by nodemanager and cannot be set by hand")
     return {
         "kubernetes.io/hostname": hostname,
-        "kubernetes.io/os": system,
-        "kubernetes.io/arch": arch,
-        "nodemanager.io/os": os_release.id,
+        "kubernetes.io/os": os_release.id,
+        "kubernetes.io/arch": machine,
         **custom,
     }

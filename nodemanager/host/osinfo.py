@@ -36,21 +36,6 @@ def read_os_release() -> OsRelease:
     return OsRelease(platform.system().lower(), platform.release(), platform.platform())
 
 
-_ARCH = {
-    "x86_64": "amd64",
-    "amd64": "amd64",
-    "aarch64": "arm64",
-    "arm64": "arm64",
-    "armv7l": "arm",
-    "armv6l": "arm",
-    "arm": "arm",
-}
-
-
-def kube_arch(machine: str | None = None) -> str:
-    machine = (machine or platform.machine()).lower()
-    return _ARCH.get(machine, machine)
-
-
-def kube_os(system: str | None = None) -> str:
-    return (system or platform.system()).lower()
+def machine() -> str:
+    """``uname -m``, as upstream's agent labels ``kubernetes.io/arch``."""
+    return platform.machine()

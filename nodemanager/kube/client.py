@@ -33,6 +33,64 @@ def in_cluster() -> bool:
     )
 
 
+def _retries() -> Any:
+    """urllib3's default retries (3), except that a timed-out read ends the request at once: a
+    dropped idle connection is still retried, a server that never answers is not waited for
+    again and again."""
+    import urllib3
+    from urllib3.exceptions import MaxRetryError, ReadTimeoutError
+
+    class Retry(urllib3.Retry):
+        def increment(  # type: ignore[override]  # urllib3's own signature, untyped extras
+            self,
+            method: str | None = None,
+            url: str | None = None,
+            response: Any = None,
+            error: Exception | None = None,
+            _pool: Any = None,
+            _stacktrace: Any = None,
+        ) -> urllib3.Retry:
+            if isinstance(error, ReadTimeoutError):
+                raise MaxRetryError(_pool, url or "", error) from error
+            return super().increment(method, url, response, error, _pool, _stacktrace)
+
+    return Retry(3)
+
+
+def bounded(
+    api: client.ApiClient, on_request: Callable[[str], None] | None = None
+) -> client.ApiClient:
+    """``api`` with a connect and read timeout on each request whose caller gave none, and
+    without urllib3's retries of a timed-out read: a command against a server that accepts and
+    never answers fails in about CONNECT_TIMEOUT + READ_TIMEOUT, not four times that."""
+    api.configuration.retries = _retries()
+    pool = api.rest_client.pool_manager
+    pool.connection_pool_kw["retries"] = api.configuration.retries
+    request: Callable[..., Any] = api.rest_client.request
+
+    def bounded_request(method: str, *args: Any, **kwargs: Any) -> Any:
+        if on_request:
+            on_request(method)
+        if kwargs.get("_request_timeout") is None:
+            kwargs["_request_timeout"] = timeouts()
+        return request(method, *args, **kwargs)
+
+    api.rest_client.request = bounded_request  # type: ignore[method-assign]
+    return api
+
+
+def timeouts() -> tuple[float, float]:
+    """(connect, read) timeouts: ours, or at most $NODEMANAGER_REQUEST_TIMEOUT seconds each
+    when it is set (tests; a caller that wants a command to give up sooner)."""
+    try:
+        limit = float(os.environ.get("NODEMANAGER_REQUEST_TIMEOUT", "0"))
+    except ValueError:
+        limit = 0.0
+    if limit <= 0:
+        return CONNECT_TIMEOUT, READ_TIMEOUT
+    return min(CONNECT_TIMEOUT, limit), min(READ_TIMEOUT, limit)
+
+
 class ClientFactory:
     """Hands out an ApiClient for the current credentials; reloads when the kubeconfig changes."""
 
@@ -73,27 +131,11 @@ class ClientFactory:
                         f"kubeconfig {self.kubeconfig}: no such file, and not running in a pod "
                         "(check --kubeconfig or $KUBECONFIG)"
                     )
-                fresh.rest_client.request = self._bounded(  # type: ignore[method-assign]
-                    fresh.rest_client.request
-                )  # wrapped per client: counts and timeouts for every request
+                bounded(fresh, self.on_request)  # counts and timeouts for every request
                 old, self._client, self._mtime = self._client, fresh, stamp
                 if old is not None:
                     old.close()
             return self._client
-
-    def _bounded(self, request: Callable[..., Any]) -> Callable[..., Any]:
-        """Count each request and give it timeouts when its caller did not."""
-
-        on_request = self.on_request
-
-        def bounded(method: str, *args: Any, **kwargs: Any) -> Any:
-            if on_request:
-                on_request(method)
-            if kwargs.get("_request_timeout") is None:
-                kwargs["_request_timeout"] = (CONNECT_TIMEOUT, READ_TIMEOUT)
-            return request(method, *args, **kwargs)
-
-        return bounded
 
     def close(self) -> None:
         with self._lock:

@@ -67,6 +67,37 @@ def renew_binding_secret(
     return str((created.metadata or client.V1ObjectMeta()).uid)
 
 
+def binding_secret_uid(
+    api: client.ApiClient, namespace: str, name: str, labels: dict[str, str]
+) -> str:
+    """The uid of the node's binding Secret, created when it has none: tokens bound to it stay
+    valid, so issuing another token cuts off no running agent (``renew_binding_secret`` does)."""
+    core = client.CoreV1Api(api)
+    try:
+        existing = core.read_namespaced_secret(name, namespace)
+    except KUBE_ERRORS as e:
+        if getattr(e, "status", None) != 404:
+            raise translate(e) from e
+    else:
+        if existing.type != BINDING_TYPE:
+            raise ValueError(
+                f"Secret {namespace}/{name} has type {existing.type!r}, not {BINDING_TYPE}: "
+                "not a nodemanager token binding; left alone"
+            )
+        return str((existing.metadata or client.V1ObjectMeta()).uid)
+    body = client.V1Secret(
+        metadata=client.V1ObjectMeta(name=name, namespace=namespace, labels=labels),
+        type=BINDING_TYPE,
+    )
+    try:
+        created = core.create_namespaced_secret(namespace, body)
+    except KUBE_ERRORS as e:
+        if getattr(e, "status", None) == 409:  # made meanwhile by another `token`: use it
+            return binding_secret_uid(api, namespace, name, labels)
+        raise translate(e) from e
+    return str((created.metadata or client.V1ObjectMeta()).uid)
+
+
 def delete_binding_secret(api: client.ApiClient, namespace: str, name: str) -> bool:
     """Delete a node's binding Secret (revoking its tokens); whether there was one.
 
@@ -123,7 +154,10 @@ def cluster_of(kubeconfig: str, context: str | None = None) -> tuple[str, str]:
 
 
 def client_for(kubeconfig: str, context: str | None = None) -> client.ApiClient:
-    return kubeconfig_file.new_client(kubeconfig, context)
+    """A client whose every request has a connect and read timeout (kube/client.py)."""
+    from nodemanager.kube.client import bounded
+
+    return bounded(kubeconfig_file.new_client(kubeconfig, context))
 
 
 def token_kubeconfig(

@@ -25,8 +25,11 @@ __all__ = ["FILE_FORMS", "Plan", "build"]
 FILE_FORMS: dict[str, StepKind] = {form: kind for kind, form in render.FILE_FORMS.items()}
 
 
+_TOPIC = "nodemanager changed "
+
+
 def _topic(path: str) -> str:
-    return f"nodemanager changed {path}"
+    return _TOPIC + path
 
 
 class _Builder:
@@ -110,17 +113,43 @@ class _Builder:
             "create_only": f.create_only,
         }
         kind = FILE_FORMS[f.ensure]
-        if f.ensure == "file" and (f.content is not None or f.template is not None):
+        text = None
+        if f.ensure == "file":
+            text = f.content if f.template is None else self.contents[f.path].text
+        if text:
             kind = "write"
-            text = f.content if f.content is not None else self.contents[f.path].text
             values["content"] = None if secret and not self.show_secrets else text
+            # Upstream chowns every file it writes, to root:root (root:wheel on FreeBSD) when
+            # the ConfigSet names no owner, and a changed owner runs the file's subscribers.
+            values["owner"] = f.owner or "root"
+            values["group"] = f.group or ("wheel" if self.family == "freebsd" else "root")
+        elif f.ensure == "file" and not f.create_only:
+            # Upstream writes no empty file (no content, "", or a template rendering nothing):
+            # none is created or emptied. createOnly asks for one, made empty when missing.
+            return []
         if secret:  # the task after it reports whether it changed (Ansible censors no_log)
             values["reported_by"] = REPORTED.format(task=self.name(r))
         steps = [self.step(r, kind, secret=secret, **common, **values)]
         if f.purge:
+            # Upstream counts each purged entry as changed, never the directory: a purge does
+            # not notify the directory's subscribers, and an entry a subscription names (not
+            # declared, so purged) is purged by a task of its own that notifies it.
+            for entry in self._subscribed_entries(below, keep):
+                label = f"purge {f.path} entry {entry}"
+                only = {**common, "notify": (_topic(entry),), "only": (entry,)}
+                steps.append(self.step(r, "purge", label=label, keep=tuple(keep), **only))
             label = f"purge {f.path}"
-            steps.append(self.step(r, "purge", label=label, keep=tuple(keep), **common))
+            purge = {**common, "notify": ()}
+            steps.append(self.step(r, "purge", label=label, keep=tuple(keep), **purge))
         return steps
+
+    def _subscribed_entries(self, below: str, keep: list[str]) -> list[str]:
+        """Paths directly below a purged directory that a subscription names and no file
+        declares: a purge would remove them, and upstream then runs their subscribers."""
+        entries = (t[len(_TOPIC) :] for t in self.listened if t.startswith(_TOPIC + below))
+        return sorted(
+            e for e in entries if e[len(below) :] and "/" not in e[len(below) :] and e not in keep
+        )
 
     def user_service(self, r: Resource, s: Service) -> list[Step]:
         """A systemd user service: linger on, wait for the user's manager, then state/enable."""

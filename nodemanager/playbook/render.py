@@ -188,6 +188,7 @@ def _values(step: Step) -> dict[str, Any]:
         "force": False if step.create_only else None,
         "content": REDACTED if content is None else content,
         "keep": list(step.keep),
+        "only": list(step.only) or None,
         "argv": exec_argv(step.argv) if step.kind == "command" else None,
         "name": step.name,
         "state": step.state,

@@ -66,6 +66,7 @@ class Step:
     target: str | None = None
     create_only: bool = False
     keep: tuple[str, ...] = ()
+    only: tuple[str, ...] = ()  # a purge of these entries alone (empty: every entry)
     argv: tuple[str, ...] = ()
     name: str = ""  # package or service name
     state: str | None = None  # the module's state word

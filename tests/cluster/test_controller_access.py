@@ -198,19 +198,19 @@ def test_a_node_held_at_an_earlier_revision_keeps_that_revisions_secrets(
 def test_self_reported_labels_grant_no_secret(
     api_client, kubeconfig, namespace, controller, tmp_path
 ):
-    """A node sets nodemanager.io/os (and kubernetes.io/arch) on itself (issue 27 item 1): a
+    """A node sets kubernetes.io/os (and kubernetes.io/arch) on itself (issue 27 item 1): a
     ConfigSet selecting on them grants its Secret to no node; one selecting on an
-    administrator's label does."""
+    administrator's label does. (nodemanager.io/os, set by earlier agents, neither.)"""
     core = client.CoreV1Api(api_client)
     a = as_node(kubeconfig, namespace, "a", tmp_path)
     create_secrets(core, namespace, "by-os", "by-role")
-    managed_node(api_client, namespace, "a", {"nodemanager.io/os": "vault", "role": "a"})
+    managed_node(api_client, namespace, "a", {"kubernetes.io/os": "vault", "role": "a"})
     put_configset(
         api_client,
         namespace,
         "by-os",
         {
-            "selector": {"matchLabels": {"nodemanager.io/os": "vault"}},
+            "selector": {"matchLabels": {"kubernetes.io/os": "vault"}},
             "files": [secret_file("/etc/os", "by-os")],
         },
     )

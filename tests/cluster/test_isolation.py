@@ -345,11 +345,11 @@ def test_3_a_node_creates_no_lease(cluster):
     "labels, because",
     [
         ({"kubernetes.io/hostname": "b"}, "kubernetes.io/hostname must be the node's own name"),
-        ({"kubernetes.io/os": "windows"}, "kubernetes.io/os must be one of"),
+        ({"kubernetes.io/os": "Debian"}, "kubernetes.io/os must be an os-release ID"),
         ({"role": "db"}, "may only set its managed labels"),
         ({"nodemanager.io/policy-self-test": "x"}, "may only set its managed labels"),
     ],
-    ids=["hostname=b", "os=windows", "role=db", "unmanaged key"],
+    ids=["hostname=b", "os=Debian", "role=db", "unmanaged key"],
 )
 def test_3_false_managed_label_values_are_refused(cluster, labels, because):
     assert refused(lambda: patch_labels(cluster, labels), because)
@@ -444,19 +444,27 @@ def works(path: Path, ns: str) -> bool:
         api.close()
 
 
-def test_5_rerunning_token_revokes_earlier_tokens_and_revoke_revokes_all(
+def test_5_rerunning_token_keeps_earlier_tokens_unless_asked_and_revoke_revokes_all(
     cluster, kubeconfig, tmp_path
 ):
+    """`token` is safe to re-run (upstream documents it so): a running agent keeps working;
+    --revoke-earlier ends every earlier token."""
     ns = cluster.ns
     old = credential(kubeconfig, ns, "c", tmp_path)
     assert works(old, ns)
-    new = tmp_path / "c.again"
-    issued = nm(
-        "token", "--hostname", "c", "--kubeconfig", kubeconfig, "--namespace", ns,
-        "--out", str(new),
-    )  # fmt: skip
+    token = ["token", "--hostname", "c", "--kubeconfig", kubeconfig, "--namespace", ns]
+    again = tmp_path / "c.again"
+    issued = nm(*token, "--out", str(again))
     assert issued.returncode == 0, issued.stderr
-    eventually(lambda: not works(old, ns), timeout=30, message="the earlier token is revoked")
+    assert works(old, ns) and works(again, ns)
+    new = tmp_path / "c.new"
+    issued = nm(*token, "--revoke-earlier", "--out", str(new))
+    assert issued.returncode == 0, issued.stderr
+    eventually(
+        lambda: not works(old, ns) and not works(again, ns),
+        timeout=30,
+        message="the earlier tokens are revoked",
+    )
     assert works(new, ns)
     revoked = nm("revoke", "--hostname", "c", "--kubeconfig", kubeconfig, "--namespace", ns)
     assert revoked.returncode == 0, revoked.stderr

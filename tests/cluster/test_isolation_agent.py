@@ -170,10 +170,10 @@ def test_agent_restores_managed_labels_and_notices_a_missing_policy(kubeconfig, 
         ns,
         "managednodes",
         host,
-        {"metadata": {"labels": {"nodemanager.io/os": "evil"}}},
+        {"metadata": {"labels": {"kubernetes.io/os": "evil"}}},
     )
     eventually(
-        lambda: node(api_client, ns, host)["metadata"]["labels"]["nodemanager.io/os"] != "evil",
+        lambda: node(api_client, ns, host)["metadata"]["labels"]["kubernetes.io/os"] != "evil",
         timeout=30,
         message="the agent restores its managed label without a restart",
     )

@@ -119,10 +119,26 @@ def test_upstream_objects_and_status_survive_our_crds_and_agent(upstream_cluster
          "-n", NS], capture_output=True, text=True,
     )  # fmt: skip
     assert migrated.returncode == 0, migrated.stderr
-    kinds = [d["kind"] for d in yaml.safe_load_all(migrated.stdout)]
-    assert kinds == ["ConfigSet", "ManagedNode"]
-    assert f"label kubernetes.io/os={os_id}" in migrated.stderr
+    out = list(yaml.safe_load_all(migrated.stdout))
+    assert [d["kind"] for d in out] == ["ConfigSet", "ManagedNode"]
+    for doc in out:  # nothing the server owns: applied again, it never conflicts
+        assert "status" not in doc
+        assert not {"resourceVersion", "uid", "managedFields"} & set(doc["metadata"])
+    # The ManagedNode keeps no label upstream's agent set on itself; the report names each.
+    assert "labels" not in out[1]["metadata"]
+    for key in ("kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch"):
+        assert f"ManagedNode {host} metadata.labels.{key}: " in migrated.stderr
     assert "upstream's cordon is adopted" in migrated.stderr
+    # It applies, and applies again after another writer changed the objects.
+    for _ in range(2):
+        done = kubectl(kc, "apply", "-n", NS, "-f", "-", stdin=migrated.stdout)
+        assert done.returncode == 0, done.stderr
+        custom.patch_namespaced_custom_object(
+            GROUP, VERSION, NS, "managednodes", host, {"metadata": {"annotations": {"x": str(_)}}}
+        )
+    stored = custom.get_namespaced_custom_object(GROUP, VERSION, NS, "managednodes", host)
+    assert {k: stored["status"].get(k) for k in status} == status  # the apply kept status
+    assert stored["metadata"]["labels"]["kubernetes.io/os"] == os_id
 
     agent = Agent(kc, NS, host, tmp_path / "state").start()
     try:
@@ -151,4 +167,6 @@ def test_upstream_objects_and_status_survive_our_crds_and_agent(upstream_cluster
     key_file = tmp_path / "state" / "wireguard" / "wgmig.key"
     assert key_file.read_text().strip() == private
     labels = now["metadata"]["labels"]
-    assert labels["kubernetes.io/os"] in ("linux", "freebsd")  # kubelet's value, still selected
+    # one value per label, upstream's: the swap changed none of them
+    assert labels["kubernetes.io/os"] == os_id and labels["kubernetes.io/arch"] == machine
+    assert "nodemanager.io/os" not in labels

@@ -266,15 +266,17 @@ def _fixed_cases() -> list[Case]:
             native=False,
         )
     )
-    # files without content
+    # files without content: createOnly makes them (the touch step); without it, nothing (as
+    # upstream), which both paths agree on trivially
     for prior, setup in {
         "absent": lambda r: None,
         "exists": lambda r: _write(r / "t", "keep me\n", 0o640),
         "mode": lambda r: _write(r / "t", "keep me\n", 0o604),
         "special": lambda r: _write(r / "t", "keep me\n", 0o4755),
     }.items():
-        c.append(Case(f"touch-{prior}", [{"files": [{"path": "R/t", "mode": "0640"}]}], setup))
-        c.append(Case(f"touch-nomode-{prior}", [{"files": [{"path": "R/t"}]}], setup))
+        touch = {"path": "R/t", "createOnly": True}
+        c.append(Case(f"touch-{prior}", [{"files": [{**touch, "mode": "0640"}]}], setup))
+        c.append(Case(f"touch-nomode-{prior}", [{"files": [touch]}], setup))
     # symlinks
     links = {
         "absent": lambda r: None,
@@ -457,8 +459,8 @@ def _directory_in_the_way_cases() -> list[Case]:
             native=False,
         )
         for name, at, extra in (
-            ("touch", "d", {}),
-            ("touch-link", "l", {}),
+            ("touch", "d", {"createOnly": True}),
+            ("touch-link", "l", {"createOnly": True}),
             ("content", "d", {"content": "x\n"}),
             ("content-link", "l", {"content": "x\n"}),
         )
@@ -734,14 +736,15 @@ def _acl_cases() -> list[Case]:
         for mode in (None, "0640", "0600", "0664"):
             spec = {"path": "R/f", "content": content, **({"mode": mode} if mode else {})}
             c.append(Case(f"acl-file-{content[0]}-{mode}", [{"files": [spec]}], acl_file))
-    c.append(Case("acl-touch", [{"files": [{"path": "R/f", "mode": "0600"}]}], acl_file))
+    touch = {"path": "R/f", "mode": "0600", "createOnly": True}
+    c.append(Case("acl-touch", [{"files": [touch]}], acl_file))
     directory = {"path": "R/d", "ensure": "directory"}
     c.append(Case("acl-dir", [{"files": [directory]}], default_acl_dir))
     # New paths below a directory with a default ACL inherit it (or not) as Ansible makes them.
     for what, spec in {
         "file": {"path": "R/d/f", "content": "new\n"},
         "file-mode": {"path": "R/d/f", "content": "new\n", "mode": "0600"},
-        "touch": {"path": "R/d/f"},
+        "touch": {"path": "R/d/f", "createOnly": True},
         "subdir": {"path": "R/d/s", "ensure": "directory", "mode": "0700"},
     }.items():
         # content written below a default ACL is Ansible's (attrs.default_acl says why)

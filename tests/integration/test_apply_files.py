@@ -25,7 +25,8 @@ def files_spec(root: Path) -> dict:
                 "owner": "root",
                 "group": "root",
             },
-            {"path": f"{root}/etc/empty"},
+            {"path": f"{root}/etc/empty", "createOnly": True},  # opt-in: made empty
+            {"path": f"{root}/etc/absent-empty"},  # no content: left alone (upstream)
             {"path": f"{root}/etc/current", "ensure": "symlink", "target": f"{root}/etc/app.conf"},
             {"path": f"{root}/etc/keep-local", "content": "default\n", "createOnly": True},
             {"path": f"{root}/old.conf", "ensure": "absent"},
@@ -54,11 +55,44 @@ def test_every_file_form_applies_and_reapply_changes_nothing(tmp_path):
     assert (root / "etc" / "keep-local").read_text() == "edited by hand\n"  # createOnly
     assert not (root / "old.conf").exists()
     assert not (root / "etc" / "stray").exists()  # purge
-    assert (root / "etc" / "emptied").read_text() == ""
+    # No content ("" included) is no write, as upstream: nothing created, nothing emptied.
+    assert (root / "etc" / "emptied").read_text() == "to be emptied\n"
+    assert not (root / "etc" / "absent-empty").exists()
 
     second = nm("apply", "-f", str(cfg))
     assert second.returncode == 0, second.stdout + second.stderr
-    assert "0 changed" in second.stdout and "7 ok" in second.stdout, second.stdout
+    # 6: the two files without content have no task (as upstream)
+    assert "0 changed" in second.stdout and "6 ok" in second.stdout, second.stdout
+
+
+def test_purge_and_ownerless_files_notify_as_upstream(tmp_path):
+    """upstream handleFileSet: a purge counts each removed entry as changed (its subscribers
+    run), never the directory; a written file is chowned to root:root when no owner is named
+    (files.New(..., "root", "root")), and a changed owner runs its subscribers."""
+    d, log = tmp_path / "d", tmp_path / "ran.log"
+    d.mkdir()
+    (d / "stray").write_text("s")
+    conf = tmp_path / "app.conf"
+    conf.write_text("v1\n")
+    os.chown(conf, 65534, 65534)  # nobody: content right, owner not
+    spec = {
+        "selector": ALL,
+        "files": [
+            {"path": str(d), "ensure": "directory", "purge": True},
+            {"path": str(conf), "content": "v1\n"},
+        ],
+        "executions": [
+            {"command": "/bin/sh", "args": ["-c", f"echo {n} >> {log}"], "subscribe_files": [p]}
+            for n, p in (("dir", str(d)), ("conf", str(conf)), ("stray", str(d / "stray")))
+        ],
+    }
+    cfg = write_configsets(tmp_path / "cs.yaml", {"name": "up", "spec": spec})
+    done = nm("apply", "-f", str(cfg))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not (d / "stray").exists()
+    assert (conf.stat().st_uid, conf.stat().st_gid) == (0, 0)
+    # the owner reset ran conf's; the purge ran the removed entry's, not the directory's
+    assert sorted(log.read_text().split()) == ["conf", "stray"]
 
 
 def test_subscribed_execution_runs_only_when_its_file_changed(tmp_path):

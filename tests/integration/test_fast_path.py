@@ -30,7 +30,7 @@ def plan_for(root: Path):
                 "group": "root",
             },
             {"path": f"{root}/d/l", "ensure": "symlink", "target": f"{root}/d/f"},
-            {"path": f"{root}/d/e"},
+            {"path": f"{root}/d/e", "createOnly": True},  # made empty when missing
             {"path": f"{root}/gone", "ensure": "absent"},
             {"path": f"{root}/keep", "content": "default", "createOnly": True},
         ]

@@ -1,7 +1,9 @@
+import pytest
+
 from nodemanager.api import ConfigSet
 from nodemanager.desired.select import matches, select
 
-NODE = {"kubernetes.io/os": "linux", "nodemanager.io/os": "arch", "role": "web"}
+NODE = {"kubernetes.io/os": "arch", "kubernetes.io/arch": "x86_64", "role": "web"}
 
 
 def cs(name, labels=None, selector=None, weight=None):
@@ -12,9 +14,9 @@ def cs(name, labels=None, selector=None, weight=None):
 
 
 def test_own_labels_all_present_and_equal():
-    assert matches(cs("a", {"nodemanager.io/os": "arch"}), NODE)
-    assert matches(cs("a", {"nodemanager.io/os": "arch", "role": "web"}), NODE)
-    assert not matches(cs("a", {"nodemanager.io/os": "arch", "role": "db"}), NODE)
+    assert matches(cs("a", {"kubernetes.io/os": "arch"}), NODE)
+    assert matches(cs("a", {"kubernetes.io/os": "arch", "role": "web"}), NODE)
+    assert not matches(cs("a", {"kubernetes.io/os": "arch", "role": "db"}), NODE)
     assert not matches(cs("a", {"zone": "x"}), NODE)
 
 
@@ -61,44 +63,58 @@ def test_order_is_weight_then_name():
     assert [c.name for c in chosen] == ["z", "a", "b"]
 
 
-# Upstream nodemanager's label values (pkg/common/labels/labels.go: os-release ID, uname machine).
-KUBE_NODE = {
-    "kubernetes.io/os": "linux",
-    "kubernetes.io/arch": "amd64",
-    "nodemanager.io/os": "arch",
-}
+# Labels as upstream's agent writes them (pkg/common/labels DefaultLabels: os-release ID, uname -m).
+LINUX = {"kubernetes.io/os": "arch", "kubernetes.io/arch": "x86_64"}
+FREEBSD = {"kubernetes.io/os": "freebsd", "kubernetes.io/arch": "amd64"}
+LINUX_ARM = {"kubernetes.io/os": "alpine", "kubernetes.io/arch": "aarch64"}
 
 
-def test_upstream_os_and_arch_values_still_select():
-    from nodemanager.desired.select import carried
+@pytest.mark.parametrize(
+    "selecting, selected",
+    [
+        ({"kubernetes.io/os": "arch"}, ["linux"]),
+        ({"kubernetes.io/os": "freebsd"}, ["freebsd"]),
+        ({"kubernetes.io/os": "linux"}, []),  # kubelet's word: upstream's agent never wrote it
+        ({"kubernetes.io/arch": "x86_64"}, ["linux"]),
+        ({"kubernetes.io/arch": "amd64"}, ["freebsd"]),  # upstream: FreeBSD's uname -m only
+        ({"kubernetes.io/arch": "arm64"}, []),
+        ({"kubernetes.io/arch": "aarch64"}, ["arm"]),
+        ({"nodemanager.io/os": "arch"}, []),  # upstream's getting-started: inert there, here
+    ],
+)
+def test_a_node_answers_one_value_per_label_as_upstreams_node_does(selecting, selected):
+    nodes = {"linux": LINUX, "freebsd": FREEBSD, "arm": LINUX_ARM}
+    by_labels = [n for n, labels in nodes.items() if matches(cs("a", selecting), labels)]
+    key, value = next(iter(selecting.items()))
+    expr = {"matchExpressions": [{"key": key, "operator": "In", "values": [value]}]}
+    by_in = [n for n, labels in nodes.items() if matches(cs("a", selector=expr), labels)]
+    assert by_labels == by_in == selected
+    expr = {"matchExpressions": [{"key": key, "operator": "NotIn", "values": [value]}]}
+    by_not_in = [n for n, labels in nodes.items() if matches(cs("a", selector=expr), labels)]
+    assert by_not_in == [n for n in nodes if n not in selected]
 
-    assert carried(KUBE_NODE, "kubernetes.io/os") == {"linux", "arch"}
-    assert matches(cs("a", {"kubernetes.io/os": "arch"}), KUBE_NODE)
-    assert matches(cs("a", {"kubernetes.io/os": "linux"}), KUBE_NODE)
-    assert matches(cs("a", {"kubernetes.io/arch": "x86_64"}), KUBE_NODE)
-    assert not matches(cs("a", {"kubernetes.io/arch": "aarch64"}), KUBE_NODE)
-    assert not matches(cs("a", {"kubernetes.io/os": "debian"}), KUBE_NODE)
-    sel = {
-        "matchExpressions": [{"key": "kubernetes.io/os", "operator": "NotIn", "values": ["arch"]}]
+
+def test_the_agent_labels_this_host_as_upstreams_agent_would():
+    import os
+
+    from nodemanager.host.labels import node_labels
+    from nodemanager.host.osinfo import machine, read_os_release
+
+    labels = node_labels("h1", read_os_release(), machine())
+    assert labels == {
+        "kubernetes.io/hostname": "h1",
+        "kubernetes.io/os": read_os_release().id,  # upstream: os-release ID, lower-cased
+        "kubernetes.io/arch": os.uname().machine,  # upstream: uname -m
     }
-    assert not matches(cs("a", selector=sel), KUBE_NODE)
-    sel = {"matchExpressions": [{"key": "kubernetes.io/os", "operator": "In", "values": ["arch"]}]}
-    assert matches(cs("a", selector=sel), KUBE_NODE)
-
-
-def test_a_node_labelled_by_upstream_matches_as_before():
-    upstream = {"kubernetes.io/os": "arch", "kubernetes.io/arch": "x86_64"}
-    assert matches(cs("a", {"kubernetes.io/os": "arch", "kubernetes.io/arch": "x86_64"}), upstream)
-    assert not matches(cs("a", {"kubernetes.io/os": "linux"}), upstream)
 
 
 def test_missing_values_names_the_label_and_what_nodes_carry():
     from nodemanager.desired.select import explain, missing_values
 
     wanted = cs("a", {"kubernetes.io/os": "ubuntu", "kubernetes.io/arch": "amd64"})
-    missing = missing_values(wanted, [KUBE_NODE])
-    assert missing == [("kubernetes.io/os", ("ubuntu",), ["arch", "linux"])]
+    missing = missing_values(wanted, [LINUX, FREEBSD])
+    assert missing == [("kubernetes.io/os", ("ubuntu",), ["arch", "freebsd"])]
     assert explain(missing) == (
-        "label kubernetes.io/os=ubuntu: not carried (nodes carry: arch, linux)"
+        "label kubernetes.io/os=ubuntu: not carried (nodes carry: arch, freebsd)"
     )
-    assert missing_values(cs("b", {"kubernetes.io/os": "arch"}), [KUBE_NODE]) == []
+    assert missing_values(cs("b", {"kubernetes.io/os": "arch"}), [LINUX]) == []

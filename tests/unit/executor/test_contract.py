@@ -20,7 +20,7 @@ EVERYTHING = {
     "packages": [{"name": "p"}, {"name": "q", "ensure": "latest"}],
     "files": [
         {"path": "/a", "content": "x"},
-        {"path": "/b"},
+        {"path": "/b", "createOnly": True},
         {"path": "/d", "ensure": "directory", "purge": True},
         {"path": "/l", "ensure": "symlink", "target": "/a"},
         {"path": "/g", "ensure": "absent"},

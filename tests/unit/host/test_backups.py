@@ -3,6 +3,7 @@
 import hashlib
 import os
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -117,3 +118,78 @@ def test_restore_brings_a_setuid_file_back_setuid_with_its_owner(tmp_path):
     st = os.stat(target)
     assert (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid) == (0o4755, 2, 3)
     assert "mode 4755, owner " in result.stderr
+
+
+def upstream_save(bucket, path, backed_up_at="2026-11-01T10:00:00Z"):
+    """What upstream's SaveToFileBucket leaves (pkg/files/files.go): the blob at
+    <bucket>/<h[0:2]>/<h[2:4]>/<h[4:]> (0600, dirs 0700) and its JSON sidecar ``.meta``.
+    tests/integration/test_upstream_filebucket.py runs upstream's own code for the same."""
+    import json
+
+    data = Path(path).read_bytes()
+    st = os.stat(path)
+    sha = hashlib.sha256(data).hexdigest()
+    blob = bucket / sha[0:2] / sha[2:4] / sha[4:]
+    blob.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
+    blob.write_bytes(data)
+    meta = {
+        "path": str(path),
+        "backedUpAt": backed_up_at,
+        "mode": f"{stat.S_IMODE(st.st_mode):04o}",
+        "uid": st.st_uid,
+        "gid": st.st_gid,
+        "owner": "nobody" if st.st_uid == 65534 else "root",
+        "group": "nogroup" if st.st_gid == 65534 else "root",
+    }
+    blob.with_name(blob.name + ".meta").write_text(json.dumps(meta))
+    return sha
+
+
+def test_upstreams_filebucket_is_listed_restored_and_collected(tmp_path):
+    target = tmp_path / "app.conf"
+    target.write_text("upstream's old\n")
+    os.chmod(target, 0o640)
+    os.chown(target, 65534, 65534)
+    state = tmp_path / "state"
+    old = upstream_save(state / "filebucket", target)  # upstream's default, in our state dir
+    target.write_text("newer\n")
+    ours = BackupStore(state).save([(str(target), False)])[str(target)]
+
+    store = BackupStore(state)
+    assert [v.sha256 for v in store.versions(str(target))] == [old, ours]  # oldest first
+    restored = store.restore(str(target), old[:8])
+    assert target.read_text() == "upstream's old\n" and mode(target) == 0o640
+    assert (os.stat(target).st_uid, os.stat(target).st_gid) == (65534, 65534)
+    assert restored.saved_at_text == "2026-11-01T10:00:00Z"
+    # Another bucket path (upstream's -configset.file-bucket.path) is read when named.
+    elsewhere = tmp_path / "bucket"
+    other = tmp_path / "other.conf"
+    other.write_text("o\n")
+    upstream_save(elsewhere, other)
+    assert BackupStore(state).versions(str(other)) == []
+    assert len(BackupStore(state, filebucket=elsewhere).versions(str(other))) == 1
+    # Collected by age, blob and sidecar, as upstream's GCFileBucket (by the blob's mtime).
+    blob = state / "filebucket" / old[0:2] / old[2:4] / old[4:]
+    os.utime(blob, (1, 1))
+    assert BackupStore(state).gc(86400) >= 1
+    assert not blob.exists() and not blob.with_name(blob.name + ".meta").exists()
+
+
+def test_restore_on_the_command_line_reads_upstreams_filebucket(tmp_path):
+    from click.testing import CliRunner
+
+    from nodemanager.cli import main
+
+    target = tmp_path / "f"
+    target.write_text("before\n")
+    state = tmp_path / "state"
+    sha = upstream_save(state / "filebucket", target)
+    target.write_text("after\n")
+    listed = CliRunner().invoke(main, ["restore", str(target), "--list", "--state-dir", str(state)])
+    assert listed.exit_code == 0, listed.output
+    assert listed.stdout.startswith(f"{sha}  2026-11-01T10:00:00Z  0644 root:root")
+    done = CliRunner().invoke(
+        main, ["restore", str(target), "--hash", sha[:12], "--state-dir", str(state)]
+    )
+    assert done.exit_code == 0, done.output
+    assert target.read_text() == "before\n"

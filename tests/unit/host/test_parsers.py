@@ -3,9 +3,10 @@
 import base64
 import hashlib
 import json
+import os
 
 from nodemanager.host.interfaces import parse_ifconfig, parse_ip_json
-from nodemanager.host.osinfo import from_fields, kube_arch, read_os_release
+from nodemanager.host.osinfo import from_fields, machine, read_os_release
 from nodemanager.host.sshkeys import sshfp
 from nodemanager.host.wireguard import parse_wg_dump
 
@@ -86,10 +87,5 @@ def test_os_release_fields_and_this_hosts_release():
     assert read_os_release().id  # this host has one (platform.freedesktop_os_release)
 
 
-def test_kube_arch_uses_kubernetes_words():
-    assert [kube_arch(m) for m in ("x86_64", "aarch64", "armv7l", "riscv64")] == [
-        "amd64",
-        "arm64",
-        "arm",
-        "riscv64",
-    ]
+def test_machine_is_unames_as_upstreams_agent_labels_it():
+    assert machine() == os.uname().machine

@@ -80,7 +80,8 @@ def test_file_forms():
                     "purge": True,
                 },
                 {"path": "/d/f", "content": "x\n", "mode": "600", "createOnly": True},
-                {"path": "/d/empty"},
+                {"path": "/d/empty", "createOnly": True},
+                {"path": "/d/none"},
                 {"path": "/d/l", "ensure": "symlink", "target": "/d/f"},
                 {"path": "/gone", "ensure": "absent"},
             ]
@@ -93,13 +94,19 @@ def test_file_forms():
         "owner": "root",
         "mode": "0750",
     }
-    assert t[1]["nodemanager.core.purge"] == {"path": "/d", "keep": ["/d/empty", "/d/f", "/d/l"]}
+    assert t[1]["nodemanager.core.purge"] == {
+        "path": "/d",
+        "keep": ["/d/empty", "/d/f", "/d/l", "/d/none"],
+    }
     assert t[2]["ansible.builtin.copy"] == {
         "dest": "/d/f",
         "content": "x\n",
+        "owner": "root",  # upstream chowns every file it writes, root:root without an owner
+        "group": "root",
         "mode": "0600",
         "force": False,
     }
+    # no content with createOnly: made empty when missing (upstream: nothing at all)
     assert t[3]["ansible.builtin.file"]["state"] == "touch"
     assert t[3]["ansible.builtin.file"]["path"] == "/d/empty"
     # A file's path is literal; a stat and an assert before it, in its block, refuse a
@@ -124,6 +131,7 @@ def test_file_forms():
         "ConfigSet cs | file /d",
         "ConfigSet cs | purge /d",
     ]
+    # /d/none, no content and not createOnly: no task, as upstream (the purge keeps it)
     assert t[4]["ansible.builtin.file"] == {
         "path": "/d/l",
         "src": "/d/f",
@@ -131,6 +139,27 @@ def test_file_forms():
         "force": True,
     }
     assert t[5]["ansible.builtin.file"] == {"path": "/gone", "state": "absent"}
+    assert len(t) == 6
+
+
+@pytest.mark.parametrize(
+    "file",
+    [{"path": "/e"}, {"path": "/e", "content": ""}, {"path": "/e", "template": "{{ '' }}"}],
+    ids=["neither", "empty content", "empty render"],
+)
+def test_a_file_without_content_is_left_alone_as_upstream(file):
+    """upstream handleFileSet writes only when Content is not empty (after its template)."""
+    contents = {"/e": Rendered("", secret=False)}
+    assert tasks(plan_for({"files": [file]}, contents=contents)) == []
+
+
+def test_an_ownerless_file_is_owned_root_as_upstream_and_wheel_on_freebsd():
+    """upstream pkg/os/*: files.New(logger, "root", "root"), FreeBSD "root", "wheel"."""
+    spec = {"files": [{"path": "/e", "content": "x"}, {"path": "/f", "content": "x", "group": "g"}]}
+    linux = [t["ansible.builtin.copy"] for t in tasks(plan_for(spec))]
+    assert [(c["owner"], c["group"]) for c in linux] == [("root", "root"), ("root", "g")]
+    bsd = [t["ansible.builtin.copy"] for t in tasks(plan_for(spec, "freebsd"))]
+    assert [(c["owner"], c["group"]) for c in bsd] == [("root", "wheel"), ("root", "g")]
 
 
 def test_subscriptions_become_handlers_executions_first():
@@ -303,7 +332,7 @@ def test_paths_and_targets_keep_their_dollar_and_tilde():
             "files": [
                 {"path": "/srv/$USER", "ensure": "symlink", "target": "~/x"},
                 {"path": "/srv/a", "ensure": "symlink", "target": "$HOME/${HOME}"},
-                {"path": "/srv/b"},
+                {"path": "/srv/b", "content": "b"},
             ]
         }
     )
@@ -315,3 +344,26 @@ def test_paths_and_targets_keep_their_dollar_and_tilde():
         "file:/srv/a": "spec.files[1]: '$HOME' and '${HOME}' together: Ansible would expand "
         "one of them"
     }
+
+
+def test_a_purged_entry_notifies_its_own_subscribers_never_the_directorys():
+    """upstream handleFileSet appends each removed entry to changedFiles, not the directory."""
+    plan = plan_for(
+        {
+            "files": [
+                {"path": "/d", "ensure": "directory", "purge": True},
+                {"path": "/d/kept", "content": "k"},
+            ],
+            "executions": [
+                {"command": "/bin/a", "subscribe_files": ["/d"]},
+                {"command": "/bin/b", "subscribe_files": ["/d/stray", "/d/kept", "/d/sub/x"]},
+            ],
+        }
+    )
+    purges = [t for t in tasks(plan) if "nodemanager.core.purge" in t]
+    assert [p["nodemanager.core.purge"] for p in purges] == [
+        {"path": "/d", "keep": ["/d/kept"], "only": ["/d/stray"]},
+        {"path": "/d", "keep": ["/d/kept"]},
+    ]
+    assert purges[0]["notify"] == ["nodemanager changed /d/stray"]
+    assert "notify" not in purges[1]

@@ -25,6 +25,13 @@ options:
     type: list
     elements: path
     default: []
+  only:
+    description:
+      - Consider these entries of I(path) alone (absolute paths directly in it); the others
+        stay whatever they are. Lets each entry a subscription names be purged by a task of
+        its own, which notifies that subscription (upstream counts a purged entry as changed).
+    type: list
+    elements: path
 attributes:
   check_mode:
     description: Reports what it would remove, removes nothing.
@@ -57,13 +64,16 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 
-def undeclared(path, keep):
+def undeclared(path, keep, only=None):
     keep = {os.path.normpath(p) for p in keep}
+    only = None if only is None else {os.path.normpath(p) for p in only}
     with os.scandir(path) as entries:
         return sorted(
             entry.path
             for entry in entries
-            if not entry.is_dir(follow_symlinks=False) and entry.path not in keep
+            if not entry.is_dir(follow_symlinks=False)
+            and entry.path not in keep
+            and (only is None or entry.path in only)
         )
 
 
@@ -72,13 +82,14 @@ def main():
         argument_spec=dict(
             path=dict(type="path", required=True),
             keep=dict(type="list", elements="path", default=[]),
+            only=dict(type="list", elements="path"),
         ),
         supports_check_mode=True,
     )
     path = os.path.normpath(module.params["path"])
     if not os.path.isdir(path):
         module.exit_json(changed=False, removed=[])
-    doomed = undeclared(path, module.params["keep"])
+    doomed = undeclared(path, module.params["keep"], module.params["only"])
     if not module.check_mode:
         for full in doomed:
             os.unlink(full)
