@@ -44,7 +44,12 @@ def test_large_content_goes_to_files_and_the_readme_names_the_configsets():
     assert files["files/0-big"] == "b" * (FILES_ABOVE + 1)
     tasks = leaves(yaml.safe_load(files["tasks/main.yml"]))
     (big,) = [t for t in tasks if t["name"] == "ConfigSet site | file /etc/big"]
-    assert big["ansible.builtin.copy"] == {"src": "0-big", "dest": "/etc/big"}
+    assert big["ansible.builtin.copy"] == {
+        "src": "0-big",
+        "dest": "/etc/big",
+        "owner": "root",  # upstream chowns every file it writes
+        "group": "root",
+    }
     (small,) = [t for t in tasks if t["name"] == "ConfigSet site | file /etc/small"]
     assert small["ansible.builtin.copy"]["content"] == "s\n"
     handlers = yaml.safe_load(files["handlers/main.yml"])
