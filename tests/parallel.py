@@ -25,10 +25,11 @@ BUILD = ROOT / "build"
 # name -> pytest arguments; the first one streams to the terminal
 HANG = "tests/cluster/test_controller_hang.py"  # 5 minutes of a SIGSTOPped API server
 SUITES = {
-    "main": ["tests", "--ignore=tests/e2e", "--ignore=tests/cluster"],
+    "main": ["tests", "--ignore=tests/e2e", "--ignore=tests/cluster", "--ignore=tests/upstream"],
     "cluster": ["tests/cluster", f"--ignore={HANG}"],
     "e2e": ["tests/e2e"],
     "hang": [HANG],
+    "upstream": ["tests/upstream"],  # upstream's agent beside ours: machines, agents, waiting
 }
 
 
