@@ -167,9 +167,9 @@ def _expect_no_ensure(phase: str, up: View, ours: View) -> None:
     """A package without ``ensure``: upstream reports an error and installs nothing; ours
     installs it."""
     assert "nmd-package-no-ensure" not in up["packages"], up["packages"]
-    assert up["status"]["package-no-ensure"]["error"], up["status"]
+    assert up["status"].get("package-no-ensure", {}).get("error"), up["status"]
     assert ours["packages"].get("nmd-package-no-ensure") == "1.0-1", ours["packages"]
-    assert not ours["status"]["package-no-ensure"]["error"], ours["status"]
+    assert not ours["status"].get("package-no-ensure", {}).get("error"), ours["status"]
 
 
 # -- the cases ------------------------------------------------------------------------------

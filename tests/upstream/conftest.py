@@ -60,6 +60,7 @@ def differential(tmp_path_factory) -> Any:
         for side in sides.values():
             side.stop_agent()
             side.machine.stop()
+            side.close()
         for plane in planes.values():
             plane.stop()
 

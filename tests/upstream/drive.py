@@ -135,10 +135,23 @@ def sentinel(token: str) -> dict[str, Any]:
 
 
 def await_token(sides: dict[str, Side], token: str) -> None:
+    """Until every side has the token on disk and reported the sentinel's current version in
+    its ManagedNode status: ours writes status after its whole run (handlers, executions
+    included), upstream after each ConfigSet."""
+
+    def reported(side: Side) -> bool:
+        api = objects(side)
+        current = api.get_namespaced_custom_object(GROUP, VERSION, NS, "configsets", SENTINEL)
+        version = current["metadata"]["resourceVersion"]
+        entries = (node(side).get("status") or {}).get("configsets") or []
+        return any(
+            e.get("name") == SENTINEL and e.get("resourceVersion") == version for e in entries
+        )
+
     def arrived() -> bool:
         for side in sides.values():
             path = side.machine.path(f"{COUNTERS}/sentinel")
-            if not path.exists() or path.read_text().strip() != token:
+            if not path.exists() or path.read_text().strip() != token or not reported(side):
                 assert side.agent_running(), f"{side.name}'s agent stopped:\n{side.log()}"
                 return False
         return True

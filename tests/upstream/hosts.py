@@ -116,6 +116,7 @@ class Side:
     agent_argv: list[str]
     metrics_port: int
     unit: str = UNIT  # the systemd unit the agent runs as
+    _api: client.ApiClient | None = None
 
     # -- the machine ----------------------------------------------------------------------
 
@@ -158,7 +159,15 @@ class Side:
     # -- the API --------------------------------------------------------------------------
 
     def api(self) -> client.ApiClient:
-        return config.new_client_from_config(str(self.plane.kubeconfig))
+        """One client per side, closed with ``close``."""
+        if self._api is None:
+            self._api = config.new_client_from_config(str(self.plane.kubeconfig))
+        return self._api
+
+    def close(self) -> None:
+        if self._api is not None:
+            self._api.close()
+            self._api = None
 
     def metrics(self) -> str:
         import urllib.request
@@ -181,8 +190,9 @@ def upstream_argv(binary: Path, plane: ControlPlane, metrics: int, health: int) 
     ]
 
 
-def ours_argv(plane: ControlPlane, metrics: int, health: int) -> list[str]:
-    """Our agent from this checkout's virtualenv (bound read-only at its own path)."""
+def ours_argv(plane: ControlPlane, metrics: int, health: int, drift_check: str = "0") -> list[str]:
+    """Our agent from this checkout's virtualenv (bound read-only at its own path); passes
+    come from events and SIGHUP, as upstream's do, unless ``drift_check`` says otherwise."""
     return [
         str(Path(sys.executable).with_name("nodemanager")),
         "run",
@@ -190,12 +200,19 @@ def ours_argv(plane: ControlPlane, metrics: int, health: int) -> list[str]:
         f"--namespace={NS}",
         f"--metrics-bind-address=127.0.0.1:{metrics}",
         f"--health-probe-bind-address=127.0.0.1:{health}",
-        "--drift-check-interval=0",  # passes come from events and SIGHUP, as upstream's do
+        f"--drift-check-interval={drift_check}",
         "--log-format=text",
     ]
 
 
-def boot(name: str, plane: ControlPlane, shared: Path, repo: Path, upstream: Path | None) -> Side:
+def boot(
+    name: str,
+    plane: ControlPlane,
+    shared: Path,
+    repo: Path,
+    upstream: Path | None,
+    drift_check: str = "0",
+) -> Side:
     """A booted ``systemd-arch`` machine named HOSTNAME with the pacman repository ``repo``
     and the API server's files read-only inside; its agent is upstream's binary ``upstream``,
     or ours when None."""
@@ -211,6 +228,6 @@ def boot(name: str, plane: ControlPlane, shared: Path, repo: Path, upstream: Pat
     argv = (
         upstream_argv(upstream, plane, metrics, health)
         if upstream
-        else ours_argv(plane, metrics, health)
+        else ours_argv(plane, metrics, health, drift_check)
     )
     return Side(name, plane, machine, argv, metrics)

@@ -159,6 +159,7 @@ def test_swap_to_ours_and_back(tmp_path):
     (tmp_path / "host").mkdir()
     host = boot("upstream", plane, tmp_path / "host", repo, binary)
     host.unit = "nodemanager"
+    ours: Side | None = None
     try:
         prepare_host(host, repo, DRILL)
         install_upstream(host, binary, kubeconfig)
@@ -215,4 +216,7 @@ def test_swap_to_ours_and_back(tmp_path):
     finally:
         host.stop_agent()
         host.machine.stop()
+        host.close()
+        if ours is not None:
+            ours.close()
         plane.stop()
