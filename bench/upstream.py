@@ -21,7 +21,9 @@ average beside them. Nothing here asserts.
 from __future__ import annotations
 
 import os
+import signal
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -96,19 +98,22 @@ def settle(side: Side, token: str) -> float:
 
 
 def usage(side: Side) -> tuple[float, int]:
-    """(CPU seconds, RSS KiB) of the agent's unit: its cgroup's CPU, its processes' RSS."""
-    cgroup = f"/sys/fs/cgroup/system.slice/{UNIT}.service"
+    """(CPU seconds, RSS KiB) of the agent's unit: the main process's CPU with that of the
+    children it waited for (Ansible, pacman, systemctl), its processes' RSS summed."""
+    procs = f"/sys/fs/cgroup/systemd/system.slice/{UNIT}.service/cgroup.procs"
     text = side.check(
-        f"grep usage_usec {cgroup}/cpu.stat; "
-        f"for p in $(cat {cgroup}/cgroup.procs); do grep VmRSS /proc/$p/status; done"
+        f"cat /proc/$(systemctl show -p MainPID --value {UNIT})/stat; "
+        f"for p in $(cat {procs}); do grep VmRSS /proc/$p/status || true; done"
     )
     cpu, rss = 0.0, 0
     for line in text.splitlines():
         parts = line.split()
-        if parts and parts[0] == "usage_usec":
-            cpu = int(parts[1]) / 1e6
-        elif parts and parts[0] == "VmRSS:":
+        if parts and parts[0] == "VmRSS:":
             rss += int(parts[1])
+        elif ")" in line:
+            fields = line.rsplit(")", 1)[1].split()
+            ticks = os.sysconf("SC_CLK_TCK")
+            cpu = sum(int(f) for f in fields[11:15]) / ticks  # utime stime cutime cstime
     return cpu, rss
 
 
@@ -171,6 +176,8 @@ def summary(runs: dict[str, list[float]]) -> dict[str, Any]:
 
 
 def main(repeats: int) -> dict[str, Any]:
+    # SIGTERM unwinds through the finally below: machines and API servers are stopped
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     binary = build(UPSTREAM)
     loads = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory(prefix="nm-bench-upstream-") as tmp:

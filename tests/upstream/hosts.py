@@ -20,12 +20,14 @@ import shlex
 import subprocess
 import sys
 import textwrap
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kubernetes import client, config
 
+from tests.cluster.helpers import eventually
 from tests.controlplane.cluster import ControlPlane, free_port
 from tests.integration.machines import REPO, Machine
 
@@ -115,6 +117,7 @@ class Side:
     machine: Machine
     agent_argv: list[str]
     metrics_port: int
+    health_port: int
     unit: str = UNIT  # the systemd unit the agent runs as
     _api: client.ApiClient | None = None
 
@@ -148,7 +151,19 @@ class Side:
         self.sh(f"systemctl stop {self.unit}", timeout=120)
 
     def hup(self) -> None:
+        """SIGHUP once the agent answers /healthz: its handler is installed by then (before
+        it, SIGHUP's default action ends the process, ours as upstream's)."""
+        eventually(self.healthy, timeout=300, interval=0.5, message=f"{self.name} /healthz")
         self.check(f"systemctl kill --kill-who=main -s HUP {self.unit}")
+
+    def healthy(self) -> bool:
+        try:
+            with urllib.request.urlopen(
+                f"http://127.0.0.1:{self.health_port}/healthz", timeout=2
+            ) as r:
+                return bool(r.status == 200)
+        except OSError:
+            return False
 
     def agent_running(self) -> bool:
         return self.sh(f"systemctl is-active --quiet {self.unit}").returncode == 0
@@ -170,8 +185,6 @@ class Side:
             self._api = None
 
     def metrics(self) -> str:
-        import urllib.request
-
         with urllib.request.urlopen(
             f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5
         ) as r:
@@ -230,4 +243,4 @@ def boot(
         if upstream
         else ours_argv(plane, metrics, health, drift_check)
     )
-    return Side(name, plane, machine, argv, metrics)
+    return Side(name, plane, machine, argv, metrics, health)

@@ -83,7 +83,7 @@ def kubectl(kubeconfig: str, *args: str, stdin: str | None = None) -> str:
 
 def install_upstream(side: Side, binary: Path, kubeconfig: str) -> None:
     """As upstream's docs/deployment.md says, with the ports as flags."""
-    metrics, health = side.metrics_port, free_port()
+    metrics, health = side.metrics_port, side.health_port
     unit = (
         "[Unit]\nDescription=nodemanager\nAfter=network-online.target\n"
         "Wants=network-online.target\n\n[Service]\n"
@@ -191,28 +191,30 @@ def test_swap_to_ours_and_back(tmp_path):
         )
         assert migrate.returncode == 0, f"migrate: {migrate.stderr}"
         kubectl(kubeconfig, "apply", "-f", "-", stdin=migrate.stdout)  # as the README says
-        ours = Side("ours", plane, host.machine, ours_argv(plane, free_port(), free_port()), 0)
+        metrics, health = free_port(), free_port()
+        argv = ours_argv(plane, metrics, health)
+        ours = Side("ours", plane, host.machine, argv, metrics, health)
         ours.start_agent()
         settle(ours, "ours")
-        after = state(host)
-        assert not differences(before, after), "ours touched the host:\n" + "\n".join(
-            differences(before, after)
-        )
-        assert not lost(node_before, node(host)), "\n".join(lost(node_before, node(host)))
+        # every problem of both moves at once: one divergence must not hide the next
+        problems = [f"ours touched the host: {d}" for d in differences(before, state(host))]
+        problems += [f"on ours: {p}" for p in lost(node_before, node(host))]
         now = configsets(host)
-        changed = [n for n, spec in specs.items() if n != SENTINEL and now.get(n) != spec]
-        assert not changed, f"ConfigSets changed by the move: {changed}"
+        problems += [
+            f"ConfigSet {n} changed by the move"
+            for n, spec in specs.items()
+            if n != SENTINEL and now.get(n) != spec
+        ]
 
         # -- back to upstream -------------------------------------------------------------
         ours.stop_agent()
         kubectl(kubeconfig, "apply", "-f", str(CRDS["upstream"]))
         host.check("systemctl enable --now nodemanager 2>/dev/null")
         settle(host, "back")
-        back = state(host)
-        assert not differences(before, back), "back on upstream, the host moved:\n" + "\n".join(
-            differences(before, back)
-        )
-        assert not lost(node_before, node(host)), "\n".join(lost(node_before, node(host)))
+        back = differences(before, state(host))
+        problems += [f"back on upstream, the host moved: {d}" for d in back]
+        problems += [f"back on upstream: {p}" for p in lost(node_before, node(host))]
+        assert not problems, "\n".join(problems)
     finally:
         host.stop_agent()
         host.machine.stop()
