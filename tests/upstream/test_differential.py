@@ -87,7 +87,15 @@ def errors(run: Any, side: str, phase: str, case: Case) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def _param(case: Case) -> Any:
+    if not case.diverges:
+        return pytest.param(case, id=case.name)
+    return pytest.param(
+        case, id=case.name, marks=pytest.mark.xfail(strict=True, reason=case.diverges)
+    )
+
+
+@pytest.mark.parametrize("case", [_param(c) for c in CASES])
 def test_same_host(differential, case):
     failures = []
     for phase in PHASES:
@@ -113,6 +121,11 @@ def test_same_host(differential, case):
 MANAGED = ("kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch")
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 32: ours writes kubelet's kubernetes.io/os and arch values (linux, amd64), "
+    "upstream the os-release ID and uname -m (arch, x86_64); and ours selects more ConfigSets",
+)
 def test_managednode_fields_both_write(differential):
     """The labels upstream's agent sets on itself, and the status fields both write."""
     up = differential.states["upstream"]["change"]["node"]
