@@ -91,11 +91,12 @@ def run(case: str, what: str, *subscribe: str) -> dict[str, Any]:
 
 
 def unit_text(unit: str) -> str:
-    """A service that counts its starts in /var/lib/nmdiff/starts/<unit>."""
+    """A service that counts its starts in /var/lib/nmdiff/starts/<unit>: ExecStartPre runs to
+    its end before a start returns, so a restart right after a start cannot lose the count."""
     return (
         f"[Unit]\nDescription=nmdiff {unit}\n\n[Service]\n"
-        f"ExecStart=/bin/sh -c 'mkdir -p {COUNTERS}/starts; echo started >> "
-        f"{COUNTERS}/starts/{unit}; exec sleep infinity'\n\n"
+        f"ExecStartPre=/bin/sh -c 'mkdir -p {COUNTERS}/starts; echo started >> "
+        f"{COUNTERS}/starts/{unit}'\nExecStart=/bin/sleep infinity\n\n"
         "[Install]\nWantedBy=multi-user.target\n"
     )
 

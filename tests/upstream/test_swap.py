@@ -14,6 +14,9 @@ then back, and nothing on the host or in the API moves.
    ``status.configsets`` entries, ``fileBackups``) and its filebucket still there.
 3. Back: ours stopped, upstream's CRDs applied again, upstream's unit started: the same again.
 
+Every problem of both moves is collected and reported at once; ``KNOWN`` holds the ones found
+and not yet resolved, checked strictly (the test fails once they are gone, to be emptied).
+
 The agents use the admin's kubeconfig: the drill is about the host and the stored objects;
 onboarding and credentials are tested elsewhere (tests/e2e, tests/cluster/test_migration.py).
 """
