@@ -106,7 +106,7 @@ install:
 run: venv collections
 	$(NM) run --kubeconfig $${KUBECONFIG:-$$HOME/.kube/config}
 
-# The speed benchmarks (bench/README.md); BENCH=enforce|idle|daemon|fanout|controller|start|first runs one.
+# The speed benchmarks (bench/README.md); BENCH=enforce|idle|daemon|fanout|controller|start|first|upstream runs one.
 bench: deps venv collections controlplane
 	$(PY) bench/run.py $(BENCH)
 

@@ -12,6 +12,9 @@
    starts (agent_start.py).
 8. first (`BENCH=first`, not in the default set): a fresh host's first apply, 100 resources,
    10 packages and both, against ansible-playbook on the render output (first.py).
+9. upstream (`BENCH=upstream`, not in the default set): upstream's agent and ours, each on a
+   booted machine of its own: idle RSS and CPU, a change to disk, a no-change pass, a first
+   apply of 10 packages (upstream.py).
 
 Results go to bench/results/<scenario>.json and are summarised on stdout.
 """
@@ -411,6 +414,13 @@ def bench_first() -> None:
     from bench.first import main as first
 
     save("first", first(BIN, REPEATS))
+
+
+def bench_upstream() -> None:
+    """Upstream's agent beside ours, each on a machine of its own (bench/upstream.py)."""
+    from bench.upstream import main as upstream
+
+    save("upstream", upstream(REPEATS))
 
 
 def main(argv: list[str]) -> int:

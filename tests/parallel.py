@@ -38,11 +38,12 @@ def cluster_halves() -> tuple[list[str], list[str]]:
 
 
 SUITES = {
-    "main": ["tests", "--ignore=tests/e2e", "--ignore=tests/cluster"],
+    "main": ["tests", "--ignore=tests/e2e", "--ignore=tests/cluster", "--ignore=tests/upstream"],
     "cluster": cluster_halves()[0],
     "cluster2": cluster_halves()[1],
     "e2e": ["tests/e2e"],
     "hang": [HANG],
+    "upstream": ["tests/upstream"],  # upstream's agent beside ours: machines, agents, waiting
 }
 
 

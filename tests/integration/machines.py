@@ -43,6 +43,16 @@ def _openrc_for_containers(root: Path) -> None:
         (root / "etc" / "runlevels" / "sysinit" / service).unlink(missing_ok=True)
 
 
+def _arch_like(root: Path) -> None:
+    """Debian's systemd and pacman under an os-release saying Arch: upstream's agent serves only
+    the os-release IDs arch, alpine and freebsd (tests/upstream runs it beside ours)."""
+    release = root / "etc" / "os-release"
+    release.unlink()  # Debian's is a link to /usr/lib/os-release
+    release.write_text('NAME="Arch Linux"\nID=arch\nBUILD_ID=rolling\n')
+    # SSH host keys, so that both agents have some to report
+    subprocess.run(["ssh-keygen", "-A", "-f", str(root)], check=True, capture_output=True)
+
+
 # name -> (recipe version, packages, finishing step); bump the version when a recipe changes.
 # python3 brings the shared libraries the test's interpreter links against.
 RECIPES: dict[str, tuple[int, str, Callable[[Path], None] | None]] = {
@@ -50,6 +60,12 @@ RECIPES: dict[str, tuple[int, str, Callable[[Path], None] | None]] = {
     # libpam-systemd: the session a user's own manager (user@UID.service) needs for user services.
     "systemd": (3, "systemd,systemd-sysv,dbus,libpam-systemd,python3,python3-apt", None),
     "openrc": (1, "openrc,python3,procps", _openrc_for_containers),
+    # booted with init "systemd": Machine("systemd", ..., recipe="systemd-arch")
+    "systemd-arch": (
+        1,
+        "systemd,systemd-sysv,dbus,python3,pacman-package-manager,openssh-client",
+        _arch_like,
+    ),
 }
 
 
@@ -63,7 +79,7 @@ def cached_root(init: str) -> Path:
         "debootstrap",
         "nsenter",
         "unshare",
-        *(["systemd-nspawn"] if init == "systemd" else []),
+        *(["systemd-nspawn"] if init.startswith("systemd") else []),
     ):
         if shutil.which(tool) is None:
             raise RuntimeError(
@@ -152,8 +168,10 @@ class Machine:
         hostname: str | None = None,
         persistent: bool = False,
         binds: list[tuple[str, Path]] | None = None,
+        recipe: str | None = None,
     ):
         self.init, self.shared, self.persistent = init, shared, persistent
+        self.recipe = recipe or init  # the cached root it boots (RECIPES)
         self.name = hostname or f"nmtest-{uuid.uuid4().hex[:8]}"
         self.binds = (
             [("ro", REPO), ("ro", Path(sys.base_prefix).resolve())] if binds is None else binds
@@ -180,7 +198,7 @@ class Machine:
                 *(f"--bind-ro={p}" if mode == "ro" else f"--bind={p}" for mode, p in binds),
             ]
             if not self.persistent:
-                return [*nspawn, "-D", str(cached_root("systemd")), "--volatile=overlay"]
+                return [*nspawn, "-D", str(cached_root(self.recipe)), "--volatile=overlay"]
             return [
                 "unshare",
                 "--mount",
@@ -190,7 +208,7 @@ class Machine:
                 "-c",
                 _SYSTEMD_OVERLAY,
                 "boot",
-                str(cached_root("systemd")),
+                str(cached_root(self.recipe)),
                 str(self.overlay),
                 *nspawn,
                 "-D",
@@ -211,7 +229,7 @@ class Machine:
             "-c",
             _OPENRC_BOOT,
             "boot",
-            str(cached_root("openrc")),
+            str(cached_root(self.recipe)),
             str(work),
             self.name,
             "yes" if self.persistent else "no",
