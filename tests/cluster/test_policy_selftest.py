@@ -29,8 +29,9 @@ def test_every_shared_policy_has_a_probe():
         for d in json.loads(shared.stdout)["items"]
         if d["kind"] == "ValidatingAdmissionPolicyBinding"
     }
-    # the cordon policy guards a grant only `rbac --drain` gives: without it RBAC refuses
-    assert names - set(PROBES) == {"nodemanager-node-cordon"}
+    # these guard grants only `rbac --drain` (cordon) and `rbac --certificate` (CSRs) give:
+    # without them RBAC refuses, so a node without the flag has nothing to probe
+    assert names - set(PROBES) == {"nodemanager-node-cordon", "nodemanager-node-csrs"}
 
 
 @pytest.mark.parametrize("policy", PROBES)
