@@ -123,11 +123,6 @@ def test_same_host(differential, case):
 MANAGED = ("kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 32: ours writes kubelet's kubernetes.io/os and arch values (linux, amd64), "
-    "upstream the os-release ID and uname -m (arch, x86_64); and ours selects more ConfigSets",
-)
 def test_managednode_fields_both_write(differential):
     """The labels upstream's agent sets on itself, and the status fields both write."""
     up = differential.states["upstream"]["change"]["node"]
