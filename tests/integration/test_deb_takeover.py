@@ -6,11 +6,13 @@ test_deb.py); the package around a stand-in agent file, since only its scripts a
 
 from __future__ import annotations
 
+import io
 import os
 import platform
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,7 @@ pytestmark = [pytest.mark.machine]
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "deploy"))
 import deb  # noqa: E402  (deploy/deb.py)
+from publisher import Publisher  # noqa: E402  (deploy/publisher.py)
 
 UNIT = "etc/systemd/system/nodemanager.service"
 WANTS = "etc/systemd/system/multi-user.target.wants/nodemanager.service"
@@ -45,9 +48,20 @@ WantedBy=multi-user.target
 def package(tmp_path_factory):
     out = tmp_path_factory.mktemp("deb")
     agent = out / "agent"
-    agent.write_text("#!/bin/sh\necho 'nodemanager (this project)'\n")
+    # a shell script the package's licence reading takes for the agent file: a zip (read from
+    # its end) behind the script, which exits before reaching it
+    script = b"#!/bin/sh\necho 'nodemanager (this project)'\nexit 0\n"
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("__main__.py", "")
+        zf.writestr("THIRD-PARTY-NOTICES", "none: a stand-in agent file\n")
+    agent.write_bytes(script + archive.getvalue())
     arch = platform.machine() if platform.machine() in deb.DEB_ARCH else "x86_64"
-    return deb.build_deb(agent, out, "0.0.1", arch)
+    # the tests' publisher, as tests/artifacts.py names it for the test releases
+    tests = Publisher(
+        "nodemanager tests <tests@nodemanager.example.org>", "https://nodemanager.example.org/"
+    )
+    return deb.build_deb(agent, out, "0.0.1", arch, tests)
 
 
 @pytest.fixture
