@@ -183,7 +183,16 @@ def configsets(cases: list[PackageCase], files_root: Path | None = None) -> list
     out = [{"metadata": {"name": c.name}, "spec": {"packages": c.packages}} for c in cases]
     if files_root is not None:
         spec = {
-            "files": [{"path": f"{files_root}/after", "content": "after the packages\n"}],
+            # owner and group named: the sides are Linux whatever their os-release says, and a
+            # FreeBSD family's default group (wheel, as upstream) does not exist here
+            "files": [
+                {
+                    "path": f"{files_root}/after",
+                    "content": "after the packages\n",
+                    "owner": "root",
+                    "group": "root",
+                }
+            ],
             "executions": [{"command": "/bin/true", "onEveryApply": True}],
         }
         out.append({"metadata": {"name": "zz-after"}, "spec": spec})

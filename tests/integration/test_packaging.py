@@ -65,7 +65,7 @@ def test_installed_tool_renders_and_applies_outside_the_repository(installed, tm
         "kind": "ConfigSet",
         "metadata": {"name": "pkg"},
         "spec": {
-            "selector": {"matchLabels": {"kubernetes.io/os": "linux"}},
+            "selector": {},  # every node: the labels carry the os-release ID
             "files": [
                 {"path": str(target), "ensure": "directory", "purge": True},
                 {"path": str(target / "motd"), "content": "installed\n"},
