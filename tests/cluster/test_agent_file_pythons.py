@@ -21,7 +21,8 @@ from tests import artifacts
 from tests.cluster.test_isolation import kubectl, nm, works
 from tests.integration.test_build import interpreter
 
-pytestmark = pytest.mark.cluster
+# the first test waits for (or makes) the cached release, as the controller image test does
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(1800)]
 
 
 @pytest.fixture(scope="module")
