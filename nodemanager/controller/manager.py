@@ -194,7 +194,7 @@ class Controller:
         self._unanswered_at = float("-inf")
         self._failing = False  # the last request got no answer: marks wait for one that does
         self._sync_backoff = Backoff(1.0, 60.0)  # a whole sync that crashed (a bug)
-        self._sync_retry_at = float("-inf")  # not before then, after such a crash
+        self._sync_retry_at: float | None = None  # after such a crash: not before then
 
     def _informer(self, kind: Kind, **kwargs: Any) -> Informer:
         return Informer(
@@ -552,7 +552,8 @@ class Controller:
             if not was_leading:
                 log.info("leading: syncing the fleet")
                 was_leading = True
-            backing_off = time.monotonic() < self._sync_retry_at
+            retry_at = self._sync_retry_at
+            backing_off = retry_at is not None and time.monotonic() < retry_at
             if backing_off or (not changed and last_sync and not self._due(last_sync)):
                 self._sync_liveness(self.informers["managednodes"].items())
                 continue
@@ -578,7 +579,8 @@ class Controller:
         """A whole sync is due without a change: the resync period passed, or a requeue or a
         retry is due."""
         now = time.monotonic()
-        due = min(self._wake_at, self._retry.next_due() or float("inf"), self._sync_retry_at)
+        retry_at = float("inf") if self._sync_retry_at is None else self._sync_retry_at
+        due = min(self._wake_at, self._retry.next_due() or float("inf"), retry_at)
         return due <= now or now - last_sync >= self.opts.resync_period
 
     def _sync_once(self) -> None:
@@ -593,7 +595,7 @@ class Controller:
             self._sync_retry_at = time.monotonic() + delay
             return
         self._sync_backoff.reset()
-        self._sync_retry_at = float("-inf")
+        self._sync_retry_at = None  # no retry pending: a past time here made every tick "due"
 
     def _close(self, servers: Sequence[Any]) -> None:
         if self.elector and not self.lost:

@@ -137,3 +137,16 @@ def test_a_sync_that_crashes_outside_any_key_backs_off():
         thread.join(timeout=30)
     first, second, third = configsets.listed[:3]
     assert second - first >= 0.45 and third - second >= 0.9, configsets.listed[:3]
+
+
+def test_a_sync_that_went_through_leaves_no_retry_due():
+    """After a good sync, only a requeue, a key's retry or the resync period make the next one
+    due: a cleared crash retry once counted as due at every 1 s tick (a sync a second at rest,
+    seen by test_controller_scale)."""
+    c, _, _ = controller(Cache([configset("web")]), Server())
+    c._sync_once()
+    c._wake_at = float("inf")  # no requeue asked
+    now = time.monotonic()
+    assert c._retry.next_due() is None  # every key went through
+    assert not c._due(now)
+    assert c._due(now - c.opts.resync_period)  # the resync period still makes it due
