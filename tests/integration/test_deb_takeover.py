@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.artifacts import PUBLISHER  # the test releases' publisher
 from tests.integration.machines import cached_root
 
 pytestmark = [pytest.mark.machine]
@@ -57,10 +58,7 @@ def package(tmp_path_factory):
         zf.writestr("THIRD-PARTY-NOTICES", "none: a stand-in agent file\n")
     agent.write_bytes(script + archive.getvalue())
     arch = platform.machine() if platform.machine() in deb.DEB_ARCH else "x86_64"
-    # the tests' publisher, as tests/artifacts.py names it for the test releases
-    tests = Publisher(
-        "nodemanager tests <tests@nodemanager.example.org>", "https://nodemanager.example.org/"
-    )
+    tests = Publisher(PUBLISHER["NODEMANAGER_MAINTAINER"], PUBLISHER["NODEMANAGER_URL"])
     return deb.build_deb(agent, out, "0.0.1", arch, tests)
 
 
