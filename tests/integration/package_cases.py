@@ -209,6 +209,18 @@ def state(env: PacmanEnv) -> dict[str, Any]:
     return {"installed": lines("-Q"), "explicit": lines("-Qqe"), "payload": payload}
 
 
+def reports(results: list[dict[str, str]], root: Path) -> dict[str, tuple[str, str]]:
+    """Each task's status, and a failure's message (the module's own words either way), with
+    the side's root made neutral so that two sides compare."""
+    return {
+        r["task"].replace(str(root), "<root>"): (
+            r["status"],
+            r["message"] if r["status"] == "failed" else "",
+        )
+        for r in results
+    }
+
+
 def apply_in(
     run: Run, sets: list[dict[str, Any]], fast: bool, family: str = "arch"
 ) -> list[dict[str, str]]:

@@ -15,7 +15,14 @@ import pytest
 from nodemanager.executor import config
 from nodemanager.playbook.dump import to_yaml
 from tests.integration.apk_repo import FAILING, ApkEnv, make_env, make_repo
-from tests.integration.package_cases import APK_CASES, NATIVE, apply_in, configsets, plan_of
+from tests.integration.package_cases import (
+    APK_CASES,
+    NATIVE,
+    apply_in,
+    configsets,
+    plan_of,
+    reports,
+)
 
 pytestmark = [pytest.mark.ansible, pytest.mark.timeout(1800)]
 
@@ -27,17 +34,6 @@ def _side(tmp_path, repo, name) -> ApkEnv:
     done = env.run("apk", "add", *before)
     assert done.returncode == 0, done.stdout + done.stderr
     return env
-
-
-def _reports(results, root):
-    """Each task's status, and a failure's message: the module's own words either way."""
-    return {
-        r["task"].replace(str(root), "<root>"): (
-            r["status"],
-            r["message"] if r["status"] == "failed" else "",
-        )
-        for r in results
-    }
 
 
 def test_apk_means_the_same_with_and_without_the_fast_path(tmp_path):
@@ -57,7 +53,7 @@ def test_apk_means_the_same_with_and_without_the_fast_path(tmp_path):
     slow = apply_in(sides["slow"].run, sets["slow"], False, "alpine")
 
     assert sides["fast"].state() == sides["slow"].state()
-    assert _reports(fast, tmp_path / "fast") == _reports(slow, tmp_path / "slow")
+    assert reports(fast, tmp_path / "fast") == reports(slow, tmp_path / "slow")
     by_task = {r["task"].split(" | ")[-1]: r for r in fast}
     # What the world file answers is not asked of the module; what follows runs natively.
     assert by_task["package nmt-i1"]["module"] == "probe"
@@ -92,7 +88,7 @@ def test_apk_means_the_same_with_and_without_the_fast_path(tmp_path):
     # but those that fail and latest.
     again = apply_in(sides["fast"].run, sets["fast"], True, "alpine")
     again_slow = apply_in(sides["slow"].run, sets["slow"], False, "alpine")
-    assert _reports(again, tmp_path / "fast") == _reports(again_slow, tmp_path / "slow")
+    assert reports(again, tmp_path / "fast") == reports(again_slow, tmp_path / "slow")
     assert sides["fast"].state() == sides["slow"].state()
     to_module = sorted(
         r["task"].split(" | ")[-1] for r in again if r["module"] not in ("probe", "native")

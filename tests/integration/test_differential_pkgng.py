@@ -15,7 +15,14 @@ import pytest
 
 from nodemanager.executor import config
 from nodemanager.playbook.dump import to_yaml
-from tests.integration.package_cases import NATIVE, PKG_CASES, apply_in, configsets, plan_of
+from tests.integration.package_cases import (
+    NATIVE,
+    PKG_CASES,
+    apply_in,
+    configsets,
+    plan_of,
+    reports,
+)
 from tests.integration.pkg_repo import FAILING, PkgEnv, make_env, make_repo
 
 pytestmark = [pytest.mark.ansible, pytest.mark.timeout(1800)]
@@ -28,17 +35,6 @@ def _side(tmp_path, repo, name) -> PkgEnv:
     done = env.pkg("install", "-y", *before)
     assert done.returncode == 0, done.stdout + done.stderr
     return env
-
-
-def _reports(results, root):
-    """Each task's status, and a failure's message: the module's own words either way."""
-    return {
-        r["task"].replace(str(root), "<root>"): (
-            r["status"],
-            r["message"] if r["status"] == "failed" else "",
-        )
-        for r in results
-    }
 
 
 def test_pkgng_means_the_same_with_and_without_the_fast_path(tmp_path):
@@ -60,7 +56,7 @@ def test_pkgng_means_the_same_with_and_without_the_fast_path(tmp_path):
     slow = apply_in(sides["slow"].run, sets["slow"], False, "freebsd")
 
     assert sides["fast"].state() == sides["slow"].state()
-    assert _reports(fast, tmp_path / "fast") == _reports(slow, tmp_path / "slow")
+    assert reports(fast, tmp_path / "fast") == reports(slow, tmp_path / "slow")
     by_task = {r["task"].split(" | ")[-1]: r for r in fast}
     # What `pkg info -e` answers is not asked of the module; what follows runs natively.
     assert by_task["package nmt-i1"]["module"] == "probe"
@@ -95,7 +91,7 @@ def test_pkgng_means_the_same_with_and_without_the_fast_path(tmp_path):
     # but those that fail and latest.
     again = apply_in(sides["fast"].run, sets["fast"], True, "freebsd")
     again_slow = apply_in(sides["slow"].run, sets["slow"], False, "freebsd")
-    assert _reports(again, tmp_path / "fast") == _reports(again_slow, tmp_path / "slow")
+    assert reports(again, tmp_path / "fast") == reports(again_slow, tmp_path / "slow")
     assert sides["fast"].state() == sides["slow"].state()
     to_module = sorted(
         r["task"].split(" | ")[-1] for r in again if r["module"] not in ("probe", "native")
